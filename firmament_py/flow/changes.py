@@ -1,0 +1,109 @@
+"""Graph change batches: what a solver receives between two solves.
+
+A `ChangeBatch` is the net effect of one round of `FlowGraph` mutations, already cleaned up the
+way Firmament's change manager cleans its DIMACS changes (merge changes to the same arc, drop
+changes to nodes that are removed later in the round). It is a plain int64 array so that it
+crosses process boundaries cheaply and numba kernels can apply it directly.
+
+Row layout (9 int64 columns), by operation in column 0:
+
+    REMOVE_NODE  node
+    REMOVE_ARC   arc  src dst low cap cost kind old_cost    (low/cap are the old ones)
+    ADD_NODE     node supply kind
+    SET_SUPPLY   node supply kind
+    ADD_ARC      arc  src dst low cap cost kind cost
+    CHANGE_ARC   arc  src dst low cap cost kind old_cost
+
+Rows are ordered so that applying them in sequence is always valid: node removals, arc removals,
+node additions, supply changes, arc additions, arc changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+ROW_WIDTH = 9
+
+
+class ChangeOp(IntEnum):
+    """Kinds of graph change, in the order a batch applies them."""
+
+    REMOVE_NODE = 1
+    REMOVE_ARC = 2
+    ADD_NODE = 3
+    SET_SUPPLY = 4
+    ADD_ARC = 5
+    CHANGE_ARC = 6
+
+
+# Column indices shared by node rows (NODE_*) and arc rows (ARC_*).
+COL_OP = 0
+COL_ID = 1
+NODE_SUPPLY = 2
+NODE_KIND = 3
+ARC_SRC = 2
+ARC_DST = 3
+ARC_LOW = 4
+ARC_CAP = 5
+ARC_COST = 6
+ARC_KIND = 7
+ARC_OLD_COST = 8
+
+
+@dataclass(frozen=True)
+class ChangeBatch:
+    """The net graph changes of one round.
+
+    `reset` batches describe a whole graph from scratch (a snapshot): a solver that receives one
+    drops everything it held before applying it.
+    """
+
+    rows: npt.NDArray[np.int64]
+    reset: bool = False
+    # How many raw mutations were merged into these rows (for statistics only).
+    raw_changes: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.rows.ndim != 2 or self.rows.shape[1] != ROW_WIDTH:
+            raise ValueError(f"change rows must have shape (n, {ROW_WIDTH}), got {self.rows.shape}")
+        if self.rows.dtype != np.int64:
+            raise ValueError(f"change rows must be int64, got {self.rows.dtype}")
+        if not self.counts:
+            ops, numbers = np.unique(self.rows[:, COL_OP], return_counts=True)
+            object.__setattr__(
+                self,
+                "counts",
+                {ChangeOp(int(op)).name: int(k) for op, k in zip(ops, numbers, strict=True)},
+            )
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    @staticmethod
+    def empty() -> ChangeBatch:
+        return ChangeBatch(np.zeros((0, ROW_WIDTH), dtype=np.int64))
+
+    def describe(self) -> str:
+        parts = [f"{name.lower()}={n}" for name, n in sorted(self.counts.items())]
+        head = "reset " if self.reset else ""
+        return head + (", ".join(parts) if parts else "no changes")
+
+    def max_cost_change(self) -> int:
+        """Largest |cost| among added arcs and |new - old| among changed arcs.
+
+        Incremental cost scaling starts its epsilon here (Firmament section 6.2).
+        """
+        rows = self.rows
+        adds = rows[rows[:, COL_OP] == ChangeOp.ADD_ARC]
+        changes = rows[rows[:, COL_OP] == ChangeOp.CHANGE_ARC]
+        best = 0
+        if len(adds):
+            best = max(best, int(np.abs(adds[:, ARC_COST]).max()))
+        if len(changes):
+            best = max(best, int(np.abs(changes[:, ARC_COST] - changes[:, ARC_OLD_COST]).max()))
+        return best

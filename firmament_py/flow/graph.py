@@ -1,0 +1,877 @@
+"""The flow network as a mutable min-cost flow problem, with a change log.
+
+`FlowGraph` is what the scheduler edits every round and what solvers read. It holds the problem
+only (nodes with supplies, arcs with lower bound, capacity and cost); flows and potentials live in
+the solvers, which receive the graph's changes as `ChangeBatch`es.
+
+Invariants, stated once:
+
+* Node ids start at 1, as in DIMACS and Firmament; id 0 is never a node. Arc ids start at 0.
+  Ids of removed nodes and arcs are reused (free lists), so an id names an entity only while it
+  is alive.
+* Arc `k` stands for the residual pair `(2k, 2k+1)` in every solver: `2k` is the arc itself,
+  `2k+1` its reverse.
+* Every node keeps doubly linked lists of its outgoing and incoming arcs, so adding or removing
+  an arc is O(1) and removing a node is O(degree).
+* No self-loops; 0 <= lower <= capacity <= MAX_CAPACITY; |cost| <= MAX_COST.
+* Every mutation is recorded against the state at the start of the round (the first time an
+  entity is touched in a round its old state is stamped). `take_changes()` turns the stamps into
+  the round's net changes, which merges repeated changes to an arc and drops changes to nodes
+  that were removed later in the round (Firmament's change-manager cleanups) by construction.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from enum import IntEnum
+from typing import NamedTuple, SupportsIndex
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from firmament_py.flow.changes import (
+    ARC_CAP,
+    ARC_COST,
+    ARC_DST,
+    ARC_KIND,
+    ARC_LOW,
+    ARC_OLD_COST,
+    ARC_SRC,
+    COL_ID,
+    COL_OP,
+    NODE_KIND,
+    NODE_SUPPLY,
+    ROW_WIDTH,
+    ChangeBatch,
+    ChangeOp,
+)
+
+MAX_COST = 2**31 - 1
+MAX_CAPACITY = 2**40
+# An arc at this capacity is uncapacitated: a negative-cost cycle of such arcs is unbounded.
+INFINITE_CAPACITY = MAX_CAPACITY
+
+Int64Array = npt.NDArray[np.int64]
+
+
+class NodeKind(IntEnum):
+    """Node types as Firmament's DIMACS exporter numbers them."""
+
+    OTHER = 0
+    TASK = 1
+    LEAF = 2  # a processing unit / machine whose flow reaches the sink
+    SINK = 3
+
+
+class FlowGraphError(ValueError):
+    """A mutation or query that names something that does not exist or breaks an invariant."""
+
+
+class GraphArrays(NamedTuple):
+    """Read-only views of the graph's arrays, indexed by node id and arc id.
+
+    Entries of dead ids are meaningless; use `node_alive` / `arc_alive` as masks.
+    """
+
+    node_alive: npt.NDArray[np.bool_]
+    supply: Int64Array
+    node_kind: npt.NDArray[np.int8]
+    arc_alive: npt.NDArray[np.bool_]
+    src: Int64Array
+    dst: Int64Array
+    low: Int64Array
+    cap: Int64Array
+    cost: Int64Array
+    arc_kind: npt.NDArray[np.int8]
+
+
+def _index(value: SupportsIndex, what: str) -> int:
+    if isinstance(value, bool):
+        raise FlowGraphError(f"{what} must be an integer, got a bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise FlowGraphError(f"{what} must be an integer, got {value!r}") from None
+
+
+def _grown(array: npt.NDArray[np.generic], size: int, fill: int | bool) -> npt.NDArray[np.generic]:
+    bigger = np.full(size, fill, dtype=array.dtype)
+    bigger[: len(array)] = array
+    return bigger
+
+
+@njit(cache=True)
+def _link_arcs(
+    ids: Int64Array,
+    src: Int64Array,
+    dst: Int64Array,
+    out_first: Int64Array,
+    out_next: Int64Array,
+    out_prev: Int64Array,
+    in_first: Int64Array,
+    in_next: Int64Array,
+    in_prev: Int64Array,
+    out_deg: Int64Array,
+    in_deg: Int64Array,
+) -> None:  # pragma: no cover - compiled
+    for i in range(len(ids)):
+        k = ids[i]
+        u = src[k]
+        v = dst[k]
+        h = out_first[u]
+        out_next[k] = h
+        out_prev[k] = -1
+        if h >= 0:
+            out_prev[h] = k
+        out_first[u] = k
+        out_deg[u] += 1
+        h = in_first[v]
+        in_next[k] = h
+        in_prev[k] = -1
+        if h >= 0:
+            in_prev[h] = k
+        in_first[v] = k
+        in_deg[v] += 1
+
+
+class FlowGraph:
+    """A min-cost flow problem that changes between solves."""
+
+    def __init__(self, *, node_hint: int = 16, arc_hint: int = 16) -> None:
+        self._reset(node_hint, arc_hint)
+
+    def _reset(self, node_hint: int, arc_hint: int) -> None:
+        n = max(2, node_hint + 1)
+        m = max(1, arc_hint)
+        # nodes
+        self._node_alive = np.zeros(n, dtype=np.bool_)
+        self._supply = np.zeros(n, dtype=np.int64)
+        self._node_kind = np.zeros(n, dtype=np.int8)
+        self._out_first = np.full(n, -1, dtype=np.int64)
+        self._in_first = np.full(n, -1, dtype=np.int64)
+        self._out_deg = np.zeros(n, dtype=np.int64)
+        self._in_deg = np.zeros(n, dtype=np.int64)
+        self._node_epoch = np.zeros(n, dtype=np.int64)
+        self._node_was_alive = np.zeros(n, dtype=np.bool_)
+        self._node_was_supply = np.zeros(n, dtype=np.int64)
+        self._node_killed = np.zeros(n, dtype=np.bool_)
+        self._node_top = 1
+        self._free_nodes: list[int] = []
+        self._num_nodes = 0
+        # arcs
+        self._arc_alive = np.zeros(m, dtype=np.bool_)
+        self._src = np.zeros(m, dtype=np.int64)
+        self._dst = np.zeros(m, dtype=np.int64)
+        self._low = np.zeros(m, dtype=np.int64)
+        self._cap = np.zeros(m, dtype=np.int64)
+        self._cost = np.zeros(m, dtype=np.int64)
+        self._arc_kind = np.zeros(m, dtype=np.int8)
+        self._out_next = np.full(m, -1, dtype=np.int64)
+        self._out_prev = np.full(m, -1, dtype=np.int64)
+        self._in_next = np.full(m, -1, dtype=np.int64)
+        self._in_prev = np.full(m, -1, dtype=np.int64)
+        self._arc_epoch = np.zeros(m, dtype=np.int64)
+        self._arc_was_alive = np.zeros(m, dtype=np.bool_)
+        self._arc_was = np.zeros((m, 6), dtype=np.int64)  # src dst low cap cost kind
+        self._arc_top = 0
+        self._free_arcs: list[int] = []
+        self._num_arcs = 0
+        # change log
+        self._epoch = 1
+        self._touched_nodes: list[int] = []
+        self._touched_arcs: list[int] = []
+        self._raw_changes = 0
+
+    # ------------------------------------------------------------------ sizes and queries
+
+    @property
+    def num_nodes(self) -> int:
+        return self._num_nodes
+
+    @property
+    def num_arcs(self) -> int:
+        return self._num_arcs
+
+    @property
+    def node_id_bound(self) -> int:
+        """One more than the largest node id ever used (arrays indexed by node id have this size)."""
+        return self._node_top
+
+    @property
+    def arc_id_bound(self) -> int:
+        """One more than the largest arc id ever used."""
+        return self._arc_top
+
+    @property
+    def pending_changes(self) -> int:
+        """Raw mutations recorded since the last `take_changes()`."""
+        return self._raw_changes
+
+    def arrays(self) -> GraphArrays:
+        """Read-only views over all ids below the id bounds."""
+
+        def view(a: npt.NDArray[np.generic], top: int) -> npt.NDArray[np.generic]:
+            v = a[:top]
+            v.flags.writeable = False
+            return v
+
+        n, m = self._node_top, self._arc_top
+        return GraphArrays(
+            view(self._node_alive, n),  # type: ignore[arg-type]
+            view(self._supply, n),  # type: ignore[arg-type]
+            view(self._node_kind, n),  # type: ignore[arg-type]
+            view(self._arc_alive, m),  # type: ignore[arg-type]
+            view(self._src, m),  # type: ignore[arg-type]
+            view(self._dst, m),  # type: ignore[arg-type]
+            view(self._low, m),  # type: ignore[arg-type]
+            view(self._cap, m),  # type: ignore[arg-type]
+            view(self._cost, m),  # type: ignore[arg-type]
+            view(self._arc_kind, m),  # type: ignore[arg-type]
+        )
+
+    def has_node(self, node: SupportsIndex) -> bool:
+        v = operator.index(node)
+        return 0 < v < self._node_top and bool(self._node_alive[v])
+
+    def has_arc(self, arc: SupportsIndex) -> bool:
+        k = operator.index(arc)
+        return 0 <= k < self._arc_top and bool(self._arc_alive[k])
+
+    def node_ids(self) -> Int64Array:
+        return np.flatnonzero(self._node_alive[: self._node_top]).astype(np.int64)
+
+    def arc_ids(self) -> Int64Array:
+        return np.flatnonzero(self._arc_alive[: self._arc_top]).astype(np.int64)
+
+    def supply(self, node: SupportsIndex) -> int:
+        return int(self._supply[self._live_node(node)])
+
+    def node_kind(self, node: SupportsIndex) -> NodeKind:
+        return NodeKind(int(self._node_kind[self._live_node(node)]))
+
+    def total_supply(self) -> int:
+        alive = self._node_alive[: self._node_top]
+        return int(self._supply[: self._node_top][alive].sum())
+
+    def arc_src(self, arc: SupportsIndex) -> int:
+        return int(self._src[self._live_arc(arc)])
+
+    def arc_dst(self, arc: SupportsIndex) -> int:
+        return int(self._dst[self._live_arc(arc)])
+
+    def arc_lower(self, arc: SupportsIndex) -> int:
+        return int(self._low[self._live_arc(arc)])
+
+    def arc_capacity(self, arc: SupportsIndex) -> int:
+        return int(self._cap[self._live_arc(arc)])
+
+    def arc_cost(self, arc: SupportsIndex) -> int:
+        return int(self._cost[self._live_arc(arc)])
+
+    def arc_kind(self, arc: SupportsIndex) -> int:
+        return int(self._arc_kind[self._live_arc(arc)])
+
+    def out_arcs(self, node: SupportsIndex) -> list[int]:
+        """Arcs leaving `node`, most recently added first."""
+        out: list[int] = []
+        k = int(self._out_first[self._live_node(node)])
+        while k >= 0:
+            out.append(k)
+            k = int(self._out_next[k])
+        return out
+
+    def in_arcs(self, node: SupportsIndex) -> list[int]:
+        """Arcs entering `node`, most recently added first."""
+        out: list[int] = []
+        k = int(self._in_first[self._live_node(node)])
+        while k >= 0:
+            out.append(k)
+            k = int(self._in_next[k])
+        return out
+
+    def out_degree(self, node: SupportsIndex) -> int:
+        return int(self._out_deg[self._live_node(node)])
+
+    def in_degree(self, node: SupportsIndex) -> int:
+        return int(self._in_deg[self._live_node(node)])
+
+    def find_arcs(self, src: SupportsIndex, dst: SupportsIndex) -> list[int]:
+        """All arcs from `src` to `dst` (parallel arcs are allowed), oldest id first."""
+        u, v = self._live_node(src), self._live_node(dst)
+        found: list[int] = []
+        if self._out_deg[u] <= self._in_deg[v]:
+            k = int(self._out_first[u])
+            while k >= 0:
+                if self._dst[k] == v:
+                    found.append(k)
+                k = int(self._out_next[k])
+        else:
+            k = int(self._in_first[v])
+            while k >= 0:
+                if self._src[k] == u:
+                    found.append(k)
+                k = int(self._in_next[k])
+        return sorted(found)
+
+    def iter_arcs(self) -> Iterator[tuple[int, int, int, int, int, int]]:
+        """(arc, src, dst, lower, capacity, cost) for every live arc, by id."""
+        ids = self.arc_ids()
+        rows = zip(
+            ids.tolist(),
+            self._src[ids].tolist(),
+            self._dst[ids].tolist(),
+            self._low[ids].tolist(),
+            self._cap[ids].tolist(),
+            self._cost[ids].tolist(),
+            strict=True,
+        )
+        yield from rows
+
+    # ------------------------------------------------------------------ node mutations
+
+    def add_node(
+        self,
+        supply: SupportsIndex = 0,
+        kind: NodeKind | int = NodeKind.OTHER,
+        *,
+        node: SupportsIndex | None = None,
+    ) -> int:
+        """Add a node and return its id; `node` claims a specific free id (as DIMACS input does)."""
+        b = _index(supply, "supply")
+        if abs(b) > MAX_CAPACITY:
+            raise FlowGraphError(f"supply {b} exceeds the limit of {MAX_CAPACITY} in magnitude")
+        kind = NodeKind(int(kind))
+        v = self._claim_node_id(node)
+        self._touch_node(v)
+        self._node_alive[v] = True
+        self._supply[v] = b
+        self._node_kind[v] = kind
+        self._out_first[v] = -1
+        self._in_first[v] = -1
+        self._out_deg[v] = 0
+        self._in_deg[v] = 0
+        self._num_nodes += 1
+        self._raw_changes += 1
+        return v
+
+    def add_nodes(
+        self, count: int, supply: npt.ArrayLike = 0, kind: npt.ArrayLike = NodeKind.OTHER
+    ) -> Int64Array:
+        """Add `count` nodes at once (fresh ids above all used ones); return their ids."""
+        if count < 0:
+            raise FlowGraphError(f"node count must be non-negative, got {count}")
+        supplies = np.broadcast_to(np.asarray(supply, dtype=np.int64), (count,))
+        if count and int(np.abs(supplies).max()) > MAX_CAPACITY:
+            raise FlowGraphError(f"a supply exceeds the limit of {MAX_CAPACITY} in magnitude")
+        kinds = np.broadcast_to(np.asarray(kind, dtype=np.int64), (count,))
+        if count and (kinds.min() < 0 or kinds.max() > max(NodeKind)):
+            raise FlowGraphError(f"node kinds must be within 0..{int(max(NodeKind))}")
+        first = self._node_top
+        self._ensure_nodes(first + count)
+        ids = np.arange(first, first + count, dtype=np.int64)
+        self._node_top = first + count
+        self._touch_nodes(ids)
+        self._node_alive[ids] = True
+        self._supply[ids] = supplies
+        self._node_kind[ids] = kinds
+        self._out_first[ids] = -1
+        self._in_first[ids] = -1
+        self._out_deg[ids] = 0
+        self._in_deg[ids] = 0
+        self._num_nodes += count
+        self._raw_changes += count
+        return ids
+
+    def remove_node(self, node: SupportsIndex) -> None:
+        """Remove a node and every arc incident to it."""
+        v = self._live_node(node)
+        for k in self.out_arcs(v) + self.in_arcs(v):
+            if self._arc_alive[k]:
+                self._remove_arc(k)
+        self._touch_node(v)
+        if self._node_was_alive[v]:
+            self._node_killed[v] = True
+        self._node_alive[v] = False
+        self._free_nodes.append(v)
+        self._num_nodes -= 1
+        self._raw_changes += 1
+
+    def set_supply(self, node: SupportsIndex, supply: SupportsIndex) -> None:
+        v = self._live_node(node)
+        b = _index(supply, "supply")
+        if abs(b) > MAX_CAPACITY:
+            raise FlowGraphError(f"supply {b} exceeds the limit of {MAX_CAPACITY} in magnitude")
+        if self._supply[v] == b:
+            return
+        self._touch_node(v)
+        self._supply[v] = b
+        self._raw_changes += 1
+
+    # ------------------------------------------------------------------ arc mutations
+
+    def add_arc(
+        self,
+        src: SupportsIndex,
+        dst: SupportsIndex,
+        *,
+        capacity: SupportsIndex,
+        cost: SupportsIndex,
+        lower: SupportsIndex = 0,
+        kind: SupportsIndex = 0,
+        arc: SupportsIndex | None = None,
+    ) -> int:
+        """Add an arc and return its id; `arc` claims a specific free id (batch replay)."""
+        u, v = self._live_node(src), self._live_node(dst)
+        if u == v:
+            raise FlowGraphError(f"self-loop on node {u}: arcs must join two distinct nodes")
+        low, cap, c = self._check_arc_values(lower, capacity, cost, f"arc {u}->{v}")
+        k = self._claim_arc_id(arc)
+        self._touch_arc(k)
+        self._arc_alive[k] = True
+        self._src[k] = u
+        self._dst[k] = v
+        self._low[k] = low
+        self._cap[k] = cap
+        self._cost[k] = c
+        self._arc_kind[k] = _index(kind, "arc kind")
+        self._link(k)
+        self._num_arcs += 1
+        self._raw_changes += 1
+        return k
+
+    def add_arcs(
+        self,
+        src: npt.ArrayLike,
+        dst: npt.ArrayLike,
+        *,
+        capacity: npt.ArrayLike,
+        cost: npt.ArrayLike,
+        lower: npt.ArrayLike = 0,
+        kind: npt.ArrayLike = 0,
+    ) -> Int64Array:
+        """Add many arcs at once (fresh ids above all used ones); return their ids."""
+        s = np.asarray(src, dtype=np.int64).ravel()
+        count = len(s)
+        d = np.broadcast_to(np.asarray(dst, dtype=np.int64), (count,))
+        cap = np.broadcast_to(np.asarray(capacity, dtype=np.int64), (count,))
+        c = np.broadcast_to(np.asarray(cost, dtype=np.int64), (count,))
+        low = np.broadcast_to(np.asarray(lower, dtype=np.int64), (count,))
+        kd = np.broadcast_to(np.asarray(kind, dtype=np.int8), (count,))
+        if count == 0:
+            return np.zeros(0, dtype=np.int64)
+        for name, ends in (("source", s), ("destination", d)):
+            bad = (ends <= 0) | (ends >= self._node_top)
+            bad[~bad] = ~self._node_alive[ends[~bad]]
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise FlowGraphError(f"arc #{i}: {name} node {int(ends[i])} does not exist")
+        loops = np.flatnonzero(s == d)
+        if len(loops):
+            i = int(loops[0])
+            raise FlowGraphError(f"arc #{i}: self-loop on node {int(s[i])}")
+        bad_values = (low < 0) | (low > cap) | (cap > MAX_CAPACITY) | (np.abs(c) > MAX_COST)
+        if bad_values.any():
+            i = int(np.flatnonzero(bad_values)[0])
+            self._check_arc_values(low[i], cap[i], c[i], f"arc #{i} {int(s[i])}->{int(d[i])}")
+        first = self._arc_top
+        self._ensure_arcs(first + count)
+        ids = np.arange(first, first + count, dtype=np.int64)
+        self._arc_top = first + count
+        self._touch_arcs(ids)
+        self._arc_alive[ids] = True
+        self._src[ids] = s
+        self._dst[ids] = d
+        self._low[ids] = low
+        self._cap[ids] = cap
+        self._cost[ids] = c
+        self._arc_kind[ids] = kd
+        _link_arcs(
+            ids,
+            self._src,
+            self._dst,
+            self._out_first,
+            self._out_next,
+            self._out_prev,
+            self._in_first,
+            self._in_next,
+            self._in_prev,
+            self._out_deg,
+            self._in_deg,
+        )
+        self._num_arcs += count
+        self._raw_changes += count
+        return ids
+
+    def change_arc(
+        self,
+        arc: SupportsIndex,
+        *,
+        capacity: SupportsIndex | None = None,
+        cost: SupportsIndex | None = None,
+        lower: SupportsIndex | None = None,
+        kind: SupportsIndex | None = None,
+    ) -> None:
+        """Change an arc's bounds, cost or kind; arguments left out keep their value."""
+        k = self._live_arc(arc)
+        low = self._low[k] if lower is None else lower
+        cap = self._cap[k] if capacity is None else capacity
+        c = self._cost[k] if cost is None else cost
+        low, cap, c = self._check_arc_values(low, cap, c, f"arc {k}")
+        kd = int(self._arc_kind[k]) if kind is None else _index(kind, "arc kind")
+        if (low, cap, c, kd) == (self._low[k], self._cap[k], self._cost[k], self._arc_kind[k]):
+            return
+        self._touch_arc(k)
+        self._low[k] = low
+        self._cap[k] = cap
+        self._cost[k] = c
+        self._arc_kind[k] = kd
+        self._raw_changes += 1
+
+    def remove_arc(self, arc: SupportsIndex) -> None:
+        self._remove_arc(self._live_arc(arc))
+        self._raw_changes += 1
+
+    # ------------------------------------------------------------------ change log
+
+    def take_changes(self) -> ChangeBatch:
+        """Return the net changes since the last call and start a new round."""
+        batch = self._net_changes()
+        self.discard_changes()
+        return batch
+
+    def discard_changes(self) -> None:
+        """Forget the changes recorded so far (after a full snapshot was handed to a solver)."""
+        self._epoch += 1
+        self._touched_nodes = []
+        self._touched_arcs = []
+        self._raw_changes = 0
+
+    def snapshot(self) -> ChangeBatch:
+        """The whole graph as a reset batch: every live node and arc as an addition."""
+        nodes = self.node_ids()
+        arcs = self.arc_ids()
+        rows = np.zeros((len(nodes) + len(arcs), ROW_WIDTH), dtype=np.int64)
+        nr = rows[: len(nodes)]
+        nr[:, COL_OP] = ChangeOp.ADD_NODE
+        nr[:, COL_ID] = nodes
+        nr[:, NODE_SUPPLY] = self._supply[nodes]
+        nr[:, NODE_KIND] = self._node_kind[nodes]
+        ar = rows[len(nodes) :]
+        self._fill_arc_rows(ar, ChangeOp.ADD_ARC, arcs)
+        ar[:, ARC_OLD_COST] = self._cost[arcs]
+        return ChangeBatch(rows, reset=True, raw_changes=len(rows))
+
+    def apply(self, batch: ChangeBatch) -> None:
+        """Replay a batch (from `take_changes` or `snapshot` of a graph with the same history)."""
+        if batch.reset:
+            self._reset(len(batch), len(batch))
+        for row in batch.rows.tolist():
+            op, ident = ChangeOp(row[COL_OP]), row[COL_ID]
+            if op is ChangeOp.REMOVE_NODE:
+                self.remove_node(ident)
+            elif op is ChangeOp.REMOVE_ARC:
+                self.remove_arc(ident)
+            elif op is ChangeOp.ADD_NODE:
+                self.add_node(row[NODE_SUPPLY], row[NODE_KIND], node=ident)
+            elif op is ChangeOp.SET_SUPPLY:
+                self.set_supply(ident, row[NODE_SUPPLY])
+            elif op is ChangeOp.ADD_ARC:
+                self.add_arc(
+                    row[ARC_SRC],
+                    row[ARC_DST],
+                    lower=row[ARC_LOW],
+                    capacity=row[ARC_CAP],
+                    cost=row[ARC_COST],
+                    kind=row[ARC_KIND],
+                    arc=ident,
+                )
+            else:
+                if (self.arc_src(ident), self.arc_dst(ident)) != (row[ARC_SRC], row[ARC_DST]):
+                    raise FlowGraphError(f"arc {ident} joins other nodes than the batch says")
+                self.change_arc(
+                    ident,
+                    lower=row[ARC_LOW],
+                    capacity=row[ARC_CAP],
+                    cost=row[ARC_COST],
+                    kind=row[ARC_KIND],
+                )
+
+    def copy(self) -> FlowGraph:
+        """An independent graph with the same nodes, arcs and ids (and no pending changes)."""
+        other = FlowGraph()
+        other.apply(self.snapshot())
+        other.discard_changes()
+        return other
+
+    # ------------------------------------------------------------------ internals
+
+    def _live_node(self, node: SupportsIndex) -> int:
+        v = _index(node, "node id")
+        if not (0 < v < self._node_top and self._node_alive[v]):
+            raise FlowGraphError(f"node {v} does not exist")
+        return v
+
+    def _live_arc(self, arc: SupportsIndex) -> int:
+        k = _index(arc, "arc id")
+        if not (0 <= k < self._arc_top and self._arc_alive[k]):
+            raise FlowGraphError(f"arc {k} does not exist")
+        return k
+
+    @staticmethod
+    def _check_arc_values(
+        lower: SupportsIndex, capacity: SupportsIndex, cost: SupportsIndex, what: str
+    ) -> tuple[int, int, int]:
+        low = _index(lower, f"{what}: lower bound")
+        cap = _index(capacity, f"{what}: capacity")
+        c = _index(cost, f"{what}: cost")
+        if cap < 0:
+            raise FlowGraphError(f"{what}: negative capacity {cap}")
+        if cap > MAX_CAPACITY:
+            raise FlowGraphError(f"{what}: capacity {cap} exceeds the limit of {MAX_CAPACITY}")
+        if not 0 <= low <= cap:
+            raise FlowGraphError(f"{what}: lower bound {low} is not within [0, capacity {cap}]")
+        if abs(c) > MAX_COST:
+            raise FlowGraphError(f"{what}: cost {c} exceeds the limit of {MAX_COST} in magnitude")
+        return low, cap, c
+
+    def _claim_node_id(self, node: SupportsIndex | None) -> int:
+        if node is None:
+            while self._free_nodes:
+                v = self._free_nodes.pop()
+                if not self._node_alive[v]:
+                    return v
+            v = self._node_top
+        else:
+            v = _index(node, "node id")
+            if v <= 0:
+                raise FlowGraphError(f"node ids start at 1, got {v}")
+            if v < self._node_top and self._node_alive[v]:
+                raise FlowGraphError(f"node {v} already exists")
+            if v >= self._node_top:
+                # Ids skipped over become free.
+                self._free_nodes.extend(range(v - 1, self._node_top - 1, -1))
+        self._ensure_nodes(v + 1)
+        self._node_top = max(self._node_top, v + 1)
+        return v
+
+    def _claim_arc_id(self, arc: SupportsIndex | None) -> int:
+        if arc is None:
+            while self._free_arcs:
+                k = self._free_arcs.pop()
+                if not self._arc_alive[k]:
+                    return k
+            k = self._arc_top
+        else:
+            k = _index(arc, "arc id")
+            if k < 0:
+                raise FlowGraphError(f"arc ids start at 0, got {k}")
+            if k < self._arc_top and self._arc_alive[k]:
+                raise FlowGraphError(f"arc {k} already exists")
+            if k >= self._arc_top:
+                self._free_arcs.extend(range(k - 1, self._arc_top - 1, -1))
+        self._ensure_arcs(k + 1)
+        self._arc_top = max(self._arc_top, k + 1)
+        return k
+
+    def _ensure_nodes(self, size: int) -> None:
+        if size <= len(self._node_alive):
+            return
+        new = max(size, 2 * len(self._node_alive))
+        for name, fill in (
+            ("_node_alive", False),
+            ("_supply", 0),
+            ("_node_kind", 0),
+            ("_out_first", -1),
+            ("_in_first", -1),
+            ("_out_deg", 0),
+            ("_in_deg", 0),
+            ("_node_epoch", 0),
+            ("_node_was_alive", False),
+            ("_node_was_supply", 0),
+            ("_node_killed", False),
+        ):
+            setattr(self, name, _grown(getattr(self, name), new, fill))
+
+    def _ensure_arcs(self, size: int) -> None:
+        if size <= len(self._arc_alive):
+            return
+        new = max(size, 2 * len(self._arc_alive))
+        for name, fill in (
+            ("_arc_alive", False),
+            ("_src", 0),
+            ("_dst", 0),
+            ("_low", 0),
+            ("_cap", 0),
+            ("_cost", 0),
+            ("_arc_kind", 0),
+            ("_out_next", -1),
+            ("_out_prev", -1),
+            ("_in_next", -1),
+            ("_in_prev", -1),
+            ("_arc_epoch", 0),
+            ("_arc_was_alive", False),
+        ):
+            setattr(self, name, _grown(getattr(self, name), new, fill))
+        was = np.zeros((new, 6), dtype=np.int64)
+        was[: len(self._arc_was)] = self._arc_was
+        self._arc_was = was
+
+    def _touch_node(self, v: int) -> None:
+        if self._node_epoch[v] != self._epoch:
+            self._node_epoch[v] = self._epoch
+            self._node_was_alive[v] = self._node_alive[v]
+            self._node_was_supply[v] = self._supply[v]
+            self._node_killed[v] = False
+            self._touched_nodes.append(v)
+
+    def _touch_nodes(self, ids: Int64Array) -> None:
+        fresh = ids[self._node_epoch[ids] != self._epoch]
+        self._node_epoch[fresh] = self._epoch
+        self._node_was_alive[fresh] = self._node_alive[fresh]
+        self._node_was_supply[fresh] = self._supply[fresh]
+        self._node_killed[fresh] = False
+        self._touched_nodes.extend(fresh.tolist())
+
+    def _touch_arc(self, k: int) -> None:
+        if self._arc_epoch[k] != self._epoch:
+            self._arc_epoch[k] = self._epoch
+            self._arc_was_alive[k] = self._arc_alive[k]
+            w = self._arc_was[k]
+            w[0], w[1], w[2] = self._src[k], self._dst[k], self._low[k]
+            w[3], w[4], w[5] = self._cap[k], self._cost[k], self._arc_kind[k]
+            self._touched_arcs.append(k)
+
+    def _touch_arcs(self, ids: Int64Array) -> None:
+        fresh = ids[self._arc_epoch[ids] != self._epoch]
+        self._arc_epoch[fresh] = self._epoch
+        self._arc_was_alive[fresh] = self._arc_alive[fresh]
+        self._arc_was[fresh] = np.stack(
+            [
+                self._src[fresh],
+                self._dst[fresh],
+                self._low[fresh],
+                self._cap[fresh],
+                self._cost[fresh],
+                self._arc_kind[fresh].astype(np.int64),
+            ],
+            axis=1,
+        )
+        self._touched_arcs.extend(fresh.tolist())
+
+    def _link(self, k: int) -> None:
+        u, v = int(self._src[k]), int(self._dst[k])
+        h = int(self._out_first[u])
+        self._out_next[k], self._out_prev[k] = h, -1
+        if h >= 0:
+            self._out_prev[h] = k
+        self._out_first[u] = k
+        self._out_deg[u] += 1
+        h = int(self._in_first[v])
+        self._in_next[k], self._in_prev[k] = h, -1
+        if h >= 0:
+            self._in_prev[h] = k
+        self._in_first[v] = k
+        self._in_deg[v] += 1
+
+    def _remove_arc(self, k: int) -> None:
+        self._touch_arc(k)
+        u, v = int(self._src[k]), int(self._dst[k])
+        nxt, prv = int(self._out_next[k]), int(self._out_prev[k])
+        if prv >= 0:
+            self._out_next[prv] = nxt
+        else:
+            self._out_first[u] = nxt
+        if nxt >= 0:
+            self._out_prev[nxt] = prv
+        nxt, prv = int(self._in_next[k]), int(self._in_prev[k])
+        if prv >= 0:
+            self._in_next[prv] = nxt
+        else:
+            self._in_first[v] = nxt
+        if nxt >= 0:
+            self._in_prev[nxt] = prv
+        self._out_deg[u] -= 1
+        self._in_deg[v] -= 1
+        self._arc_alive[k] = False
+        self._free_arcs.append(k)
+        self._num_arcs -= 1
+
+    def _fill_arc_rows(self, rows: Int64Array, op: ChangeOp, arcs: Int64Array) -> None:
+        rows[:, COL_OP] = op
+        rows[:, COL_ID] = arcs
+        rows[:, ARC_SRC] = self._src[arcs]
+        rows[:, ARC_DST] = self._dst[arcs]
+        rows[:, ARC_LOW] = self._low[arcs]
+        rows[:, ARC_CAP] = self._cap[arcs]
+        rows[:, ARC_COST] = self._cost[arcs]
+        rows[:, ARC_KIND] = self._arc_kind[arcs]
+
+    def _net_changes(self) -> ChangeBatch:
+        nodes = np.unique(np.asarray(self._touched_nodes, dtype=np.int64))
+        arcs = np.unique(np.asarray(self._touched_arcs, dtype=np.int64))
+        alive_now = self._node_alive[nodes]
+        was_alive = self._node_was_alive[nodes]
+        killed = self._node_killed[nodes]
+        removed_nodes = nodes[was_alive & killed]
+        added_nodes = nodes[alive_now & (~was_alive | killed)]
+        kept = alive_now & was_alive & ~killed
+        resupplied = nodes[kept & (self._supply[nodes] != self._node_was_supply[nodes])]
+
+        # A node removed in this round takes its incident arcs with it in the solver: drop them.
+        def killed_now(ids: Int64Array) -> npt.NDArray[np.bool_]:
+            return (self._node_epoch[ids] == self._epoch) & self._node_killed[ids]
+
+        was = self._arc_was[arcs]
+        was_on = self._arc_was_alive[arcs] & ~killed_now(was[:, 0]) & ~killed_now(was[:, 1])
+        now_on = self._arc_alive[arcs]
+        same_ends = (self._src[arcs] == was[:, 0]) & (self._dst[arcs] == was[:, 1])
+        removed_arcs = arcs[was_on & (~now_on | ~same_ends)]
+        added_arcs = arcs[now_on & (~was_on | ~same_ends)]
+        values_now = np.stack(
+            [
+                self._low[arcs],
+                self._cap[arcs],
+                self._cost[arcs],
+                self._arc_kind[arcs].astype(np.int64),
+            ],
+            axis=1,
+        )
+        differs = (values_now != was[:, 2:6]).any(axis=1)
+        changed = was_on & now_on & same_ends & differs
+        changed_arcs = arcs[changed]
+
+        parts: list[Int64Array] = []
+
+        def node_rows(op: ChangeOp, ids: Int64Array) -> None:
+            r = np.zeros((len(ids), ROW_WIDTH), dtype=np.int64)
+            r[:, COL_OP] = op
+            r[:, COL_ID] = ids
+            r[:, NODE_SUPPLY] = self._supply[ids]
+            r[:, NODE_KIND] = self._node_kind[ids]
+            parts.append(r)
+
+        node_rows(ChangeOp.REMOVE_NODE, removed_nodes)
+        r = np.zeros((len(removed_arcs), ROW_WIDTH), dtype=np.int64)
+        wr = self._arc_was[removed_arcs]
+        r[:, COL_OP] = ChangeOp.REMOVE_ARC
+        r[:, COL_ID] = removed_arcs
+        r[:, ARC_SRC] = wr[:, 0]
+        r[:, ARC_DST] = wr[:, 1]
+        r[:, ARC_COST] = wr[:, 4]
+        r[:, ARC_KIND] = wr[:, 5]
+        r[:, ARC_OLD_COST] = wr[:, 4]
+        parts.append(r)
+        node_rows(ChangeOp.ADD_NODE, added_nodes)
+        node_rows(ChangeOp.SET_SUPPLY, resupplied)
+        r = np.zeros((len(added_arcs), ROW_WIDTH), dtype=np.int64)
+        self._fill_arc_rows(r, ChangeOp.ADD_ARC, added_arcs)
+        r[:, ARC_OLD_COST] = self._cost[added_arcs]
+        parts.append(r)
+        r = np.zeros((len(changed_arcs), ROW_WIDTH), dtype=np.int64)
+        self._fill_arc_rows(r, ChangeOp.CHANGE_ARC, changed_arcs)
+        r[:, ARC_OLD_COST] = self._arc_was[changed_arcs, 4]
+        parts.append(r)
+        rows = np.concatenate(parts) if parts else np.zeros((0, ROW_WIDTH), dtype=np.int64)
+        return ChangeBatch(rows, raw_changes=self._raw_changes)

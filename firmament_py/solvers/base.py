@@ -1,0 +1,192 @@
+"""What every min-cost flow solver promises: the result, the errors, and the life cycle.
+
+A solver holds a `ResidualNetwork` between solves. It is fed either directly (`load` a snapshot,
+`apply` change batches, then `solve`) or through a `FlowGraph` whose changes it consumes
+(`solve_graph`). Every result is optimal and carries its own certificate: potentials under which
+no residual arc has negative reduced cost.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from firmament_py.flow.changes import ChangeBatch
+from firmament_py.flow.graph import FlowGraph
+from firmament_py.solvers import kernels
+from firmament_py.solvers.network import ResidualNetwork, excess_summary
+
+Int64Array = npt.NDArray[np.int64]
+
+
+class SolverError(RuntimeError):
+    """Base class of solver failures."""
+
+
+class InfeasibleError(SolverError):
+    """The supplies cannot be routed within the capacities (or do not sum to zero)."""
+
+
+class UnboundedError(SolverError):
+    """A negative-cost cycle of uncapacitated arcs makes the cost unbounded below."""
+
+
+class SolverCancelled(SolverError):
+    """A cooperative cancellation request stopped the solve (racing)."""
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """An optimal flow with its certificate.
+
+    `flow` is indexed by arc id and `potentials` by node id; under the potentials every residual
+    arc has non-negative reduced cost `cost - pi(src) + pi(dst)`.
+    """
+
+    cost: int
+    flow: Int64Array
+    potentials: Int64Array
+    algorithm: str
+    wall_time: float
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+class FlowSolver(ABC):
+    """A min-cost flow algorithm with state kept between solves."""
+
+    algorithm: ClassVar[str]
+
+    def __init__(self) -> None:
+        self.network = ResidualNetwork()
+        self._graph_ref: weakref.ref[FlowGraph] | None = None
+        self._loaded = False
+        self._cancel = np.zeros(1, dtype=np.int64)
+
+    # ------------------------------------------------------------------ life cycle
+
+    def load(self, snapshot: ChangeBatch) -> None:
+        """Forget everything and take the graph a reset batch describes."""
+        self.network.load(snapshot)
+        self._loaded = True
+        self._after_load()
+
+    def apply(self, changes: ChangeBatch) -> None:
+        """Take one round of graph changes; the next solve starts from the previous solution."""
+        if changes.reset:
+            self.load(changes)
+            return
+        if not self._loaded:
+            raise SolverError("apply() before load(): give the solver a snapshot first")
+        self._before_changes(changes)
+        self.network.apply(changes)
+
+    def solve(self) -> SolveResult:
+        """Solve the current network to optimality."""
+        if not self._loaded:
+            raise SolverError("solve() before load(): give the solver a snapshot first")
+        start = time.perf_counter()
+        check_balanced(self.network)
+        check_bounded(self.network)
+        stats = self._run()
+        self.network.clear_work()
+        elapsed = time.perf_counter() - start
+        return SolveResult(
+            cost=self.network.cost(),
+            flow=self.network.flows(),
+            potentials=self.potentials(),
+            algorithm=self.algorithm,
+            wall_time=elapsed,
+            stats=stats,
+        )
+
+    def solve_graph(self, graph: FlowGraph) -> SolveResult:
+        """Solve `graph`, consuming its pending changes (a new graph is loaded whole)."""
+        bound = self._graph_ref() if self._graph_ref is not None else None
+        if bound is not graph or not self._loaded:
+            self.load(graph.snapshot())
+            graph.discard_changes()
+            self._graph_ref = weakref.ref(graph)
+        else:
+            self.apply(graph.take_changes())
+        result = self.solve()
+        return _sized(result, graph.arc_id_bound, graph.node_id_bound)
+
+    def sync(self, flow: Int64Array, potentials: Int64Array) -> None:
+        """Adopt a known optimal flow and its potentials (from another solver of the same graph)."""
+        self.network.set_flows(flow)
+        self._adopt_potentials(potentials)
+        self.network.clear_work()
+
+    def potentials(self) -> Int64Array:
+        """Potentials certifying the current flow (unscaled costs)."""
+        return self.network.potentials()
+
+    def cancel_flag(self) -> Int64Array:
+        """A one-element array; setting it to 1 asks a running solve to stop (racing)."""
+        return self._cancel
+
+    def use_cancel_flag(self, flag: Int64Array) -> None:
+        """Poll `flag` (for example a view of shared memory) instead of the private one."""
+        self._cancel = flag
+
+    def close(self) -> None:
+        """Release resources (worker processes, shared memory); the solver is unusable after."""
+
+    # ------------------------------------------------------------------ algorithm hooks
+
+    @abstractmethod
+    def _run(self) -> dict[str, float]:
+        """Make the network's flow optimal; return statistics. Raise InfeasibleError."""
+
+    def _after_load(self) -> None:
+        """Called after a snapshot is loaded (flows are zero, potentials zero)."""
+
+    def _before_changes(self, changes: ChangeBatch) -> None:
+        """Called before a batch is applied, while the previous solution is still intact."""
+
+    def _adopt_potentials(self, potentials: Int64Array) -> None:
+        a = self.network.arrays
+        n = min(len(potentials), len(a.price))
+        a.price[:n] = potentials[:n]
+
+
+def check_balanced(network: ResidualNetwork) -> None:
+    total, _positive, _unbalanced = excess_summary(network.arrays)
+    if total != 0:
+        raise InfeasibleError(f"supplies sum to {int(total)}, not 0: the problem is unbalanced")
+
+
+def check_bounded(network: ResidualNetwork) -> None:
+    cycle = kernels.negative_infinite_cycle(network.arrays)
+    if cycle >= 0:
+        raise UnboundedError(
+            f"node {cycle} lies on a negative-cost cycle of uncapacitated arcs: "
+            "the cost is unbounded below"
+        )
+
+
+def _sized(result: SolveResult, arcs: int, nodes: int) -> SolveResult:
+    """Resize flow and potentials to a graph's id bounds (solvers may hold larger arrays)."""
+
+    def fit(a: Int64Array, n: int) -> Int64Array:
+        if len(a) == n:
+            return a
+        out = np.zeros(n, dtype=np.int64)
+        k = min(n, len(a))
+        out[:k] = a[:k]
+        return out
+
+    return SolveResult(
+        cost=result.cost,
+        flow=fit(result.flow, arcs),
+        potentials=fit(result.potentials, nodes),
+        algorithm=result.algorithm,
+        wall_time=result.wall_time,
+        stats=result.stats,
+    )

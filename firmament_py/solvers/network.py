@@ -1,0 +1,747 @@
+"""The solver-side residual network: flows and potentials over a copy of a `FlowGraph`.
+
+Each solver owns one `ResidualNetwork` and keeps it between solves; `ChangeBatch`es keep it in
+step with the `FlowGraph`, so a solve after a small change starts from the previous flow.
+
+Layout (arrays, not objects; every kernel is numba-compiled and reads `ResidualArrays`):
+
+* Residual arcs live in *slots*. The residual pair of arc `k` is a forward slot (label `2k`) and a
+  reverse slot (label `2k+1`); `mate[s]` is the other slot of the pair, `head[s]` the node the
+  residual arc enters, so `tail(s) == head[mate[s]]`.
+* Each node owns a contiguous block of slots `[first, first + room)`; the first `deg` are in use,
+  forward slots before reverse ones (`nfwd` of them). Adding a slot is O(1) (a full block moves to
+  the end of the slot arrays with doubled room); removing one is O(1) (the last slot of its
+  segment fills the hole). Kernels therefore scan a node's arcs as a contiguous range, and a hub
+  such as the cluster aggregator lists its few forward arcs apart from its many reverse ones.
+* Lower bounds are folded in: slots carry the flow above the lower bound, and `excess` counts the
+  lower bounds as if they were supplies.
+* `excess[v] = supply[v] + inflow(v) - outflow(v)`; a solved network has zero excess everywhere.
+* `price[v]` is the potential pi(v); a residual arc's reduced cost is `cost - pi(tail) + pi(head)`.
+  Optimality is: no residual arc has negative reduced cost.
+
+A batch records what it touched (`dirty` arc ids, `fresh` node ids) so that solvers repair
+optimality only where it may have broken.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+from numba import njit
+
+from firmament_py.flow.changes import (
+    ARC_CAP,
+    ARC_COST,
+    ARC_DST,
+    ARC_LOW,
+    ARC_SRC,
+    COL_ID,
+    COL_OP,
+    NODE_KIND,
+    NODE_SUPPLY,
+    ChangeBatch,
+    ChangeOp,
+)
+
+Int64Array = npt.NDArray[np.int64]
+Int8Array = npt.NDArray[np.int8]
+
+# meta[] entries
+TOP = 0  # first slot never handed out
+DEAD = 1  # slots in abandoned blocks
+LIVE_NODES = 2
+LIVE_ARCS = 3
+N_DIRTY = 4  # used entries of dirty[]
+N_FRESH = 5  # used entries of fresh[]
+DIRTY_OVERFLOW = 6  # 1 if dirty[] overflowed: repair must scan everything
+META_SIZE = 8
+
+# apply_rows() status codes
+APPLIED = 0
+NEED_SLOTS = 1
+
+_OP_REMOVE_NODE = int(ChangeOp.REMOVE_NODE)
+_OP_REMOVE_ARC = int(ChangeOp.REMOVE_ARC)
+_OP_ADD_NODE = int(ChangeOp.ADD_NODE)
+_OP_SET_SUPPLY = int(ChangeOp.SET_SUPPLY)
+_OP_ADD_ARC = int(ChangeOp.ADD_ARC)
+_OP_CHANGE_ARC = int(ChangeOp.CHANGE_ARC)
+
+_SLACK = 2  # extra room given to a block when it is (re)allocated
+
+
+class ResidualArrays(NamedTuple):
+    """All state of a residual network, as arrays numba kernels can take."""
+
+    # by slot
+    head: Int64Array
+    mate: Int64Array
+    label: Int64Array
+    cost: Int64Array
+    rescap: Int64Array
+    # by node id
+    first: Int64Array
+    nfwd: Int64Array
+    deg: Int64Array
+    room: Int64Array
+    alive: Int8Array
+    kind: Int8Array
+    supply: Int64Array
+    excess: Int64Array
+    price: Int64Array
+    mark: Int64Array  # scratch, all zero between kernel calls
+    # by arc id
+    fwd: Int64Array
+    low: Int64Array
+    # work lists and counters
+    dirty: Int64Array
+    fresh: Int64Array
+    meta: Int64Array
+
+
+def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArrays:
+    def z(n: int) -> Int64Array:
+        return np.zeros(n, dtype=np.int64)
+
+    return ResidualArrays(
+        head=z(slots),
+        mate=z(slots),
+        label=np.full(slots, -1, dtype=np.int64),
+        cost=z(slots),
+        rescap=z(slots),
+        first=z(nodes),
+        nfwd=z(nodes),
+        deg=z(nodes),
+        room=z(nodes),
+        alive=np.zeros(nodes, dtype=np.int8),
+        kind=np.zeros(nodes, dtype=np.int8),
+        supply=z(nodes),
+        excess=z(nodes),
+        price=z(nodes),
+        mark=z(nodes),
+        fwd=np.full(arcs, -1, dtype=np.int64),
+        low=z(arcs),
+        dirty=z(64),
+        fresh=z(64),
+        meta=z(META_SIZE),
+    )
+
+
+# ---------------------------------------------------------------------- slot primitives
+
+
+@njit(cache=True)
+def _move_slot(net: ResidualArrays, src: int, dst: int) -> None:  # pragma: no cover - compiled
+    net.head[dst] = net.head[src]
+    net.cost[dst] = net.cost[src]
+    net.rescap[dst] = net.rescap[src]
+    lab = net.label[src]
+    net.label[dst] = lab
+    m = net.mate[src]
+    net.mate[dst] = m
+    net.mate[m] = dst
+    if lab & 1 == 0:
+        net.fwd[lab >> 1] = dst
+    net.label[src] = -1
+
+
+@njit(cache=True)
+def _relocate(net: ResidualArrays, v: int, new_room: int) -> None:  # pragma: no cover
+    top = net.meta[TOP]
+    old = net.first[v]
+    for i in range(net.deg[v]):
+        _move_slot(net, old + i, top + i)
+    net.meta[DEAD] += net.room[v]
+    net.first[v] = top
+    net.room[v] = new_room
+    net.meta[TOP] = top + new_room
+
+
+@njit(cache=True)
+def _insert_slot(net: ResidualArrays, v: int, forward: bool) -> int:  # pragma: no cover
+    base = net.first[v]
+    end = base + net.deg[v]
+    if forward:
+        pos = base + net.nfwd[v]
+        if end > pos:
+            _move_slot(net, pos, end)
+        net.nfwd[v] += 1
+    else:
+        pos = end
+    net.deg[v] += 1
+    return pos
+
+
+@njit(cache=True)
+def _remove_slot(net: ResidualArrays, v: int, s: int) -> None:  # pragma: no cover
+    base = net.first[v]
+    last = base + net.deg[v] - 1
+    if s < base + net.nfwd[v]:
+        last_fwd = base + net.nfwd[v] - 1
+        if s != last_fwd:
+            _move_slot(net, last_fwd, s)
+        if last != last_fwd:
+            _move_slot(net, last, last_fwd)
+        net.nfwd[v] -= 1
+    elif s != last:
+        _move_slot(net, last, s)
+    net.label[last] = -1
+    net.deg[v] -= 1
+
+
+@njit(cache=True)
+def _mark_dirty(net: ResidualArrays, arc: int) -> None:  # pragma: no cover
+    n = net.meta[N_DIRTY]
+    if n < len(net.dirty):
+        net.dirty[n] = arc
+        net.meta[N_DIRTY] = n + 1
+    else:
+        net.meta[DIRTY_OVERFLOW] = 1
+
+
+# ---------------------------------------------------------------------- arc and node changes
+
+
+@njit(cache=True)
+def _add_arc(
+    net: ResidualArrays, k: int, u: int, v: int, low: int, cap: int, cost: int
+) -> None:  # pragma: no cover
+    sf = _insert_slot(net, u, True)
+    sr = _insert_slot(net, v, False)
+    net.head[sf] = v
+    net.head[sr] = u
+    net.cost[sf] = cost
+    net.cost[sr] = -cost
+    net.rescap[sf] = cap - low
+    net.rescap[sr] = 0
+    net.label[sf] = 2 * k
+    net.label[sr] = 2 * k + 1
+    net.mate[sf] = sr
+    net.mate[sr] = sf
+    net.fwd[k] = sf
+    net.low[k] = low
+    net.excess[u] -= low
+    net.excess[v] += low
+    net.meta[LIVE_ARCS] += 1
+    _mark_dirty(net, k)
+
+
+@njit(cache=True)
+def _remove_arc(net: ResidualArrays, k: int) -> None:  # pragma: no cover
+    sf = net.fwd[k]
+    sr = net.mate[sf]
+    u = net.head[sr]
+    v = net.head[sf]
+    moved = net.rescap[sr] + net.low[k]
+    net.excess[u] += moved
+    net.excess[v] -= moved
+    _remove_slot(net, v, sr)
+    _remove_slot(net, u, net.fwd[k])
+    net.fwd[k] = -1
+    net.low[k] = 0
+    net.meta[LIVE_ARCS] -= 1
+
+
+@njit(cache=True)
+def _change_arc(
+    net: ResidualArrays, k: int, low: int, cap: int, cost: int
+) -> None:  # pragma: no cover
+    sf = net.fwd[k]
+    sr = net.mate[sf]
+    u = net.head[sr]
+    v = net.head[sf]
+    flow = net.low[k] + net.rescap[sr]
+    kept = min(max(flow, low), cap)
+    delta = kept - flow
+    net.excess[u] -= delta
+    net.excess[v] += delta
+    net.rescap[sr] = kept - low
+    net.rescap[sf] = cap - kept
+    net.low[k] = low
+    net.cost[sf] = cost
+    net.cost[sr] = -cost
+    _mark_dirty(net, k)
+
+
+@njit(cache=True)
+def _cancel_source_flow(net: ResidualArrays, v: int) -> None:  # pragma: no cover
+    """Firmament's efficient task removal (section 5.3.2).
+
+    Before a source node goes, walk each unit of its flow along flow-carrying arcs to a node with
+    negative supply (the sink) and take it off the whole path, so the removal leaves demand only
+    at the sink, where the matching supply change cancels it, instead of at a machine.
+    """
+    limit = len(net.first)
+    for _unit in range(net.supply[v]):
+        cur = v
+        steps = 0
+        while steps < limit:
+            base = net.first[cur]
+            found = -1
+            for s in range(base, base + net.nfwd[cur]):
+                if net.rescap[net.mate[s]] > 0:
+                    found = s
+                    break
+            if found < 0:
+                break
+            net.rescap[found] += 1
+            net.rescap[net.mate[found]] -= 1
+            _mark_dirty(net, net.label[found] >> 1)
+            nxt = net.head[found]
+            net.excess[cur] += 1
+            net.excess[nxt] -= 1
+            cur = nxt
+            steps += 1
+            if net.supply[cur] < 0:
+                break
+        if steps == 0:
+            return
+
+
+@njit(cache=True)
+def _remove_node(net: ResidualArrays, v: int) -> None:  # pragma: no cover
+    if net.supply[v] > 0:
+        _cancel_source_flow(net, v)
+    while net.deg[v] > 0:
+        s = net.first[v] + net.deg[v] - 1
+        _remove_arc(net, net.label[s] >> 1)
+    net.alive[v] = 0
+    net.meta[DEAD] += net.room[v]
+    net.room[v] = 0
+    net.nfwd[v] = 0
+    net.excess[v] = 0
+    net.supply[v] = 0
+    net.meta[LIVE_NODES] -= 1
+
+
+@njit(cache=True)
+def _add_node(net: ResidualArrays, v: int, supply: int, kind: int) -> None:  # pragma: no cover
+    net.alive[v] = 1
+    net.kind[v] = kind
+    net.supply[v] = supply
+    net.excess[v] = supply
+    net.price[v] = 0
+    net.first[v] = net.meta[TOP]
+    net.nfwd[v] = 0
+    net.deg[v] = 0
+    net.room[v] = 0
+    net.meta[LIVE_NODES] += 1
+    n = net.meta[N_FRESH]
+    if n < len(net.fresh):
+        net.fresh[n] = v
+        net.meta[N_FRESH] = n + 1
+
+
+@njit(cache=True)
+def _make_room(net: ResidualArrays, v: int) -> int:  # pragma: no cover
+    """Slots that must be free at the end before inserting into v (0 if its block has room)."""
+    if net.deg[v] < net.room[v]:
+        return 0
+    return max(2 * net.room[v], net.deg[v] + net.mark[v] + _SLACK)
+
+
+@njit(cache=True)
+def apply_rows(net: ResidualArrays, rows: Int64Array, start: int) -> tuple[int, int, int]:
+    """Apply `rows[start:]` in order.
+
+    Returns (APPLIED, len(rows), 0), or (NEED_SLOTS, row, slots) when the slot arrays must grow by
+    `slots` before row `row` can be applied; every earlier row is then fully applied.
+    """  # pragma: no cover - compiled
+    if start == 0:
+        # mark[v] = slots still to be inserted into v by this batch, to size relocations once.
+        for i in range(len(rows)):
+            if rows[i, COL_OP] == _OP_ADD_ARC:
+                net.mark[rows[i, ARC_SRC]] += 1
+                net.mark[rows[i, ARC_DST]] += 1
+    for i in range(start, len(rows)):
+        op = rows[i, COL_OP]
+        ident = rows[i, COL_ID]
+        if op == _OP_ADD_ARC:
+            u = rows[i, ARC_SRC]
+            v = rows[i, ARC_DST]
+            need_u = _make_room(net, u)
+            need_v = _make_room(net, v)
+            if net.meta[TOP] + need_u + need_v > len(net.head):
+                return NEED_SLOTS, i, need_u + need_v
+            if need_u > 0:
+                _relocate(net, u, need_u)
+            if need_v > 0:
+                _relocate(net, v, need_v)
+            net.mark[u] -= 1
+            net.mark[v] -= 1
+            _add_arc(net, ident, u, v, rows[i, ARC_LOW], rows[i, ARC_CAP], rows[i, ARC_COST])
+        elif op == _OP_CHANGE_ARC:
+            _change_arc(net, ident, rows[i, ARC_LOW], rows[i, ARC_CAP], rows[i, ARC_COST])
+        elif op == _OP_REMOVE_ARC:
+            _remove_arc(net, ident)
+        elif op == _OP_REMOVE_NODE:
+            _remove_node(net, ident)
+        elif op == _OP_ADD_NODE:
+            _add_node(net, ident, rows[i, NODE_SUPPLY], rows[i, NODE_KIND])
+        elif op == _OP_SET_SUPPLY:
+            net.excess[ident] += rows[i, NODE_SUPPLY] - net.supply[ident]
+            net.supply[ident] = rows[i, NODE_SUPPLY]
+    return APPLIED, len(rows), 0
+
+
+@njit(cache=True)
+def compact_into(old: ResidualArrays, new: ResidualArrays) -> None:  # pragma: no cover
+    """Copy the live blocks of `old` into the fresh slot arrays of `new`, without gaps.
+
+    `new` shares every node and arc array with `old`; only its slot arrays are fresh.
+    """
+    n_nodes = len(old.first)
+    new_first = np.empty(n_nodes, dtype=np.int64)
+    top = 0
+    for v in range(n_nodes):
+        new_first[v] = top
+        if old.alive[v]:
+            top += old.deg[v] + _SLACK
+    for v in range(n_nodes):
+        if not old.alive[v]:
+            continue
+        base = old.first[v]
+        for i in range(old.deg[v]):
+            s = base + i
+            t = new_first[v] + i
+            new.head[t] = old.head[s]
+            new.cost[t] = old.cost[s]
+            new.rescap[t] = old.rescap[s]
+            lab = old.label[s]
+            new.label[t] = lab
+            m = old.mate[s]
+            owner = old.head[s]  # the mate's slot belongs to the node this arc enters
+            new.mate[t] = new_first[owner] + (m - old.first[owner])
+            if lab & 1 == 0:
+                new.fwd[lab >> 1] = t
+    for v in range(n_nodes):
+        if old.alive[v]:
+            new.first[v] = new_first[v]
+            new.room[v] = old.deg[v] + _SLACK
+        else:
+            new.first[v] = top
+            new.room[v] = 0
+    new.meta[TOP] = top
+    new.meta[DEAD] = 0
+
+
+@njit(cache=True)
+def flows_by_arc(net: ResidualArrays, out: Int64Array) -> None:  # pragma: no cover
+    """out[k] = flow on arc k (0 for arc ids not in the network)."""
+    for k in range(len(out)):
+        s = net.fwd[k] if k < len(net.fwd) else -1
+        out[k] = 0 if s < 0 else net.low[k] + net.rescap[net.mate[s]]
+
+
+@njit(cache=True)
+def load_flows(net: ResidualArrays, flow: Int64Array) -> None:  # pragma: no cover
+    """Load a flow by arc id (clipped to the arcs' bounds) and recompute every excess."""
+    for v in range(len(net.first)):
+        net.excess[v] = net.supply[v] if net.alive[v] else 0
+    for k in range(len(net.fwd)):
+        sf = net.fwd[k]
+        if sf < 0:
+            continue
+        sr = net.mate[sf]
+        cap = net.rescap[sf] + net.rescap[sr]
+        f = min(max(flow[k] - net.low[k], 0), cap) if k < len(flow) else 0
+        net.rescap[sr] = f
+        net.rescap[sf] = cap - f
+        u = net.head[sr]
+        v = net.head[sf]
+        net.excess[u] -= f + net.low[k]
+        net.excess[v] += f + net.low[k]
+
+
+@njit(cache=True)
+def total_cost(net: ResidualArrays) -> tuple[int, bool]:  # pragma: no cover
+    """Cost of the current flow, and False if it does not fit in int64."""
+    limit = 2**62
+    total = 0
+    for k in range(len(net.fwd)):
+        sf = net.fwd[k]
+        if sf < 0:
+            continue
+        f = net.low[k] + net.rescap[net.mate[sf]]
+        if f == 0:
+            continue
+        c = net.cost[sf]
+        if c != 0 and abs(c) > limit // f:
+            return 0, False
+        total += c * f
+        if abs(total) > limit:
+            return 0, False
+    return total, True
+
+
+@njit(cache=True)
+def excess_summary(net: ResidualArrays) -> tuple[int, int, int]:  # pragma: no cover
+    """(sum of excess over live nodes, total positive excess, nodes with non-zero excess)."""
+    total = 0
+    positive = 0
+    unbalanced = 0
+    for v in range(len(net.first)):
+        if net.alive[v]:
+            e = net.excess[v]
+            total += e
+            if e > 0:
+                positive += e
+            if e != 0:
+                unbalanced += 1
+    return total, positive, unbalanced
+
+
+@njit(cache=True)
+def max_abs_cost(net: ResidualArrays) -> int:  # pragma: no cover
+    best = 0
+    for k in range(len(net.fwd)):
+        s = net.fwd[k]
+        if s >= 0:
+            c = abs(net.cost[s])
+            if c > best:
+                best = c
+    return best
+
+
+@njit(cache=True)
+def check_structure(net: ResidualArrays) -> int:  # pragma: no cover
+    """Return 0 if the slot layout invariants hold, else a code naming the first violation."""
+    for v in range(len(net.first)):
+        if not net.alive[v]:
+            continue
+        if net.deg[v] > net.room[v] or net.nfwd[v] > net.deg[v]:
+            return 1
+        base = net.first[v]
+        for s in range(base, base + net.deg[v]):
+            lab = net.label[s]
+            if lab < 0:
+                return 2
+            if (lab & 1 == 0) != (s < base + net.nfwd[v]):
+                return 3
+            m = net.mate[s]
+            if net.mate[m] != s or net.label[m] != (lab ^ 1):
+                return 4
+            if net.head[m] != v:
+                return 5
+            if lab & 1 == 0 and net.fwd[lab >> 1] != s:
+                return 6
+            if net.rescap[s] < 0:
+                return 7
+    return 0
+
+
+class ResidualNetwork:
+    """A solver's own copy of the graph, with flow and potentials, updated by change batches."""
+
+    def __init__(self) -> None:
+        self.arrays = empty_arrays()
+
+    # ------------------------------------------------------------------ loading and changes
+
+    def load(self, batch: ChangeBatch) -> None:
+        """Drop everything and build the network a reset batch describes; flows start at 0."""
+        if not batch.reset:
+            raise ValueError("load() needs a reset batch (FlowGraph.snapshot())")
+        rows = batch.rows
+        nodes = rows[rows[:, COL_OP] == _OP_ADD_NODE]
+        arcs = rows[rows[:, COL_OP] == _OP_ADD_ARC]
+        n = int(nodes[:, COL_ID].max()) + 1 if len(nodes) else 2
+        m = int(arcs[:, COL_ID].max()) + 1 if len(arcs) else 1
+        out_deg = np.bincount(arcs[:, ARC_SRC], minlength=n).astype(np.int64)
+        in_deg = np.bincount(arcs[:, ARC_DST], minlength=n).astype(np.int64)
+        room = out_deg + in_deg + _SLACK
+        slots = int(room.sum()) + 2
+        self.arrays = empty_arrays(n, m, slots)
+        self.apply(batch.__class__(nodes, reset=False), lean=True)
+        _build_blocks(self.arrays, arcs, out_deg, in_deg)
+        self.clear_work()
+
+    def apply(self, batch: ChangeBatch, *, lean: bool = False) -> None:
+        """Apply a batch of changes; flows and potentials of untouched arcs and nodes are kept."""
+        if batch.reset:
+            self.load(batch)
+            return
+        rows = batch.rows
+        if len(rows) == 0:
+            return
+        nodes = rows[np.isin(rows[:, COL_OP], (_OP_ADD_NODE, _OP_REMOVE_NODE, _OP_SET_SUPPLY))]
+        arc_rows = rows[rows[:, COL_OP] == _OP_ADD_ARC]
+        max_node = max(
+            int(nodes[:, COL_ID].max()) if len(nodes) else 0,
+            int(arc_rows[:, ARC_SRC].max()) if len(arc_rows) else 0,
+            int(arc_rows[:, ARC_DST].max()) if len(arc_rows) else 0,
+        )
+        max_arc = int(arc_rows[:, COL_ID].max()) if len(arc_rows) else 0
+        self._ensure(max_node + 1, max_arc + 1)
+        removals = int(np.count_nonzero(rows[:, COL_OP] == _OP_REMOVE_NODE))
+        if not lean:
+            self._ensure_work(2 * len(rows) + 16 * removals + 64)
+        start = 0
+        while True:
+            status, start, need = apply_rows(self.arrays, rows, start)
+            if status == APPLIED:
+                break
+            self._grow_slots(need)
+        a = self.arrays
+        if a.meta[DEAD] > max(int(a.meta[TOP]) // 2, 1 << 16):
+            self.compact()
+
+    def clear_work(self) -> None:
+        """Forget which arcs and nodes the last batches touched."""
+        m = self.arrays.meta
+        m[N_DIRTY] = 0
+        m[N_FRESH] = 0
+        m[DIRTY_OVERFLOW] = 0
+
+    def compact(self) -> None:
+        a = self.arrays
+        live = int(a.deg[a.alive == 1].sum()) + _SLACK * int(a.meta[LIVE_NODES])
+        size = max(2, live + live // 2)
+        new = a._replace(
+            head=np.zeros(size, dtype=np.int64),
+            mate=np.zeros(size, dtype=np.int64),
+            label=np.full(size, -1, dtype=np.int64),
+            cost=np.zeros(size, dtype=np.int64),
+            rescap=np.zeros(size, dtype=np.int64),
+        )
+        compact_into(a, new)
+        self.arrays = new
+
+    # ------------------------------------------------------------------ reading results
+
+    @property
+    def node_bound(self) -> int:
+        return len(self.arrays.first)
+
+    @property
+    def arc_bound(self) -> int:
+        return len(self.arrays.fwd)
+
+    def flows(self, size: int | None = None) -> Int64Array:
+        out = np.zeros(self.arc_bound if size is None else size, dtype=np.int64)
+        flows_by_arc(self.arrays, out)
+        return out
+
+    def set_flows(self, flow: Int64Array) -> None:
+        """Replace every arc's flow (clipped to its bounds); excesses follow."""
+        load_flows(self.arrays, np.ascontiguousarray(flow, dtype=np.int64))
+
+    def potentials(self, size: int | None = None) -> Int64Array:
+        a = self.arrays
+        out = np.zeros(self.node_bound if size is None else size, dtype=np.int64)
+        n = min(len(out), len(a.price))
+        out[:n] = np.where(a.alive[:n] == 1, a.price[:n], 0)
+        return out
+
+    def cost(self) -> int:
+        value, fits = total_cost(self.arrays)
+        if not fits:
+            raise OverflowError("the cost of this flow does not fit in 64 bits")
+        return int(value)
+
+    def live_nodes(self) -> int:
+        return int(self.arrays.meta[LIVE_NODES])
+
+    def live_arcs(self) -> int:
+        return int(self.arrays.meta[LIVE_ARCS])
+
+    def check(self) -> None:
+        code = check_structure(self.arrays)
+        if code:
+            raise AssertionError(f"residual network layout broken (code {code})")
+
+    # ------------------------------------------------------------------ growth
+
+    def _ensure(self, nodes: int, arcs: int) -> None:
+        a = self.arrays
+        repl: dict[str, npt.NDArray[np.generic]] = {}
+        if nodes > len(a.first):
+            size = max(nodes, 2 * len(a.first))
+            for name in ("first", "nfwd", "deg", "room", "supply", "excess", "price", "mark"):
+                repl[name] = _grow(getattr(a, name), size, 0)
+            repl["alive"] = _grow(a.alive, size, 0)
+            repl["kind"] = _grow(a.kind, size, 0)
+            repl["first"][len(a.first) :] = a.meta[TOP]
+        if arcs > len(a.fwd):
+            size = max(arcs, 2 * len(a.fwd))
+            repl["fwd"] = _grow(a.fwd, size, -1)
+            repl["low"] = _grow(a.low, size, 0)
+        if repl:
+            self.arrays = a._replace(**repl)
+
+    def _ensure_work(self, entries: int) -> None:
+        a = self.arrays
+        used = int(a.meta[N_DIRTY])
+        if used + entries > len(a.dirty):
+            self.arrays = a._replace(dirty=_grow(a.dirty, max(used + entries, 2 * len(a.dirty)), 0))
+        a = self.arrays
+        if int(a.meta[N_FRESH]) + entries > len(a.fresh):
+            size = max(int(a.meta[N_FRESH]) + entries, 2 * len(a.fresh))
+            self.arrays = a._replace(fresh=_grow(a.fresh, size, 0))
+
+    def _grow_slots(self, need: int) -> None:
+        a = self.arrays
+        size = max(len(a.head) + need, len(a.head) * 3 // 2 + 16)
+        self.arrays = a._replace(
+            head=_grow(a.head, size, 0),
+            mate=_grow(a.mate, size, 0),
+            label=_grow(a.label, size, -1),
+            cost=_grow(a.cost, size, 0),
+            rescap=_grow(a.rescap, size, 0),
+        )
+
+
+@njit(cache=True)
+def _build_blocks(
+    net: ResidualArrays, arcs: Int64Array, out_deg: Int64Array, in_deg: Int64Array
+) -> None:  # pragma: no cover
+    """Lay out all blocks at once for a freshly loaded network (a counting sort by tail)."""
+    top = 0
+    for v in range(len(net.first)):
+        if net.alive[v]:
+            net.first[v] = top
+            net.room[v] = out_deg[v] + in_deg[v] + _SLACK
+            net.nfwd[v] = out_deg[v]
+            net.deg[v] = out_deg[v] + in_deg[v]
+            net.mark[v] = 0  # next forward position
+            top += net.room[v]
+    # reverse slots follow the forward ones; reuse `price` as the reverse cursor, reset below
+    for v in range(len(net.first)):
+        net.price[v] = 0
+    for i in range(len(arcs)):
+        k = arcs[i, COL_ID]
+        u = arcs[i, ARC_SRC]
+        v = arcs[i, ARC_DST]
+        sf = net.first[u] + net.mark[u]
+        net.mark[u] += 1
+        sr = net.first[v] + net.nfwd[v] + net.price[v]
+        net.price[v] += 1
+        low = arcs[i, ARC_LOW]
+        net.head[sf] = v
+        net.head[sr] = u
+        net.cost[sf] = arcs[i, ARC_COST]
+        net.cost[sr] = -arcs[i, ARC_COST]
+        net.rescap[sf] = arcs[i, ARC_CAP] - low
+        net.rescap[sr] = 0
+        net.label[sf] = 2 * k
+        net.label[sr] = 2 * k + 1
+        net.mate[sf] = sr
+        net.mate[sr] = sf
+        net.fwd[k] = sf
+        net.low[k] = low
+        net.excess[u] -= low
+        net.excess[v] += low
+    for v in range(len(net.first)):
+        net.mark[v] = 0
+        net.price[v] = 0
+    net.meta[TOP] = top
+    net.meta[DEAD] = 0
+    net.meta[LIVE_ARCS] = len(arcs)
+
+
+def _grow(array: npt.NDArray[np.generic], size: int, fill: int) -> npt.NDArray[np.generic]:
+    bigger = np.full(size, fill, dtype=array.dtype)
+    bigger[: len(array)] = array
+    return bigger
