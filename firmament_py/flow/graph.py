@@ -452,13 +452,16 @@ class FlowGraph:
         kind: npt.ArrayLike = 0,
     ) -> Int64Array:
         """Add many arcs at once (fresh ids above all used ones); return their ids."""
-        s = np.asarray(src, dtype=np.int64).ravel()
+        try:
+            s, d, cap, c, low, kd = (
+                np.atleast_1d(x)
+                for x in np.broadcast_arrays(
+                    *(np.asarray(x, dtype=np.int64) for x in (src, dst, capacity, cost, lower, kind))
+                )
+            )
+        except ValueError:
+            raise FlowGraphError("add_arcs: argument lengths do not match") from None
         count = len(s)
-        d = np.broadcast_to(np.asarray(dst, dtype=np.int64), (count,))
-        cap = np.broadcast_to(np.asarray(capacity, dtype=np.int64), (count,))
-        c = np.broadcast_to(np.asarray(cost, dtype=np.int64), (count,))
-        low = np.broadcast_to(np.asarray(lower, dtype=np.int64), (count,))
-        kd = np.broadcast_to(np.asarray(kind, dtype=np.int8), (count,))
         if count == 0:
             return np.zeros(0, dtype=np.int64)
         for name, ends in (("source", s), ("destination", d)):

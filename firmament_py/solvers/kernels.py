@@ -172,12 +172,13 @@ def negative_infinite_cycle(net: ResidualArrays) -> int:  # pragma: no cover
 
 
 @njit(cache=True)
-def exact_potentials(net: ResidualArrays, budget: int) -> bool:  # pragma: no cover
-    """Lower prices until no residual arc has negative reduced cost (unscaled costs).
+def price_refine(net: ResidualArrays, scale: int, slack: int, budget: int) -> bool:  # pragma: no cover
+    """Lower prices until every residual arc has reduced cost >= -slack; True on success.
 
-    Label-correcting from the current prices, which must already be close (rounded cost-scaling
-    prices, say). Returns False if `budget` arc scans do not suffice, which for an optimal flow
-    does not happen in practice.
+    This is price refinement (Goldberg): it changes prices only, never the flow, and succeeds
+    exactly when the flow is slack-optimal. Label-correcting from the current prices, so it is
+    cheap when they are close already; gives up after `budget` arc scans, which also stops it on
+    flows that are not slack-optimal (negative cycles). Costs are multiplied by `scale`.
     """
     n = len(net.first)
     queue = np.empty(n, dtype=np.int64)
@@ -193,17 +194,19 @@ def exact_potentials(net: ResidualArrays, budget: int) -> bool:  # pragma: no co
     ok = True
     while size > 0:
         u = queue[head_q]
-        head_q = (head_q + 1) % n
+        head_q += 1
+        if head_q == n:
+            head_q = 0
         size -= 1
         inq[u] = 0
         base = net.first[u]
         best = net.price[u]
         for s in range(base, base + net.deg[u]):
             if net.rescap[s] > 0:
-                p = net.cost[s] + net.price[net.head[s]]
+                p = net.cost[s] * scale + net.price[net.head[s]] + slack
                 if p < best:
                     best = p
-        scans += net.deg[u]
+        scans += net.deg[u] + 1
         if best < net.price[u]:
             net.price[u] = best
             for s in range(base, base + net.deg[u]):
@@ -211,14 +214,29 @@ def exact_potentials(net: ResidualArrays, budget: int) -> bool:  # pragma: no co
                     x = net.head[s]
                     if inq[x] == 0:
                         inq[x] = 1
-                        queue[(head_q + size) % n] = x
+                        tail = head_q + size
+                        if tail >= n:
+                            tail -= n
+                        queue[tail] = x
                         size += 1
         if scans > budget:
             ok = False
             break
     for i in range(size):
-        inq[queue[(head_q + i) % n]] = 0
+        j = head_q + i
+        if j >= n:
+            j -= n
+        inq[queue[j]] = 0
     return ok
+
+
+@njit(cache=True)
+def excess_free(net: ResidualArrays) -> bool:  # pragma: no cover - compiled
+    """True if every live node is balanced (the pseudoflow is a flow)."""
+    for v in range(len(net.first)):
+        if net.alive[v] and net.excess[v] != 0:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------- indexed binary heap
