@@ -106,7 +106,7 @@ class ClusterGraph:
         self.tasks = _Tasks()
         self._next_job = 0
         self._build_resources()
-        running = int(round(spec.running * spec.slots))
+        running = round(spec.running * spec.slots)
         slots = self.rng.permutation(spec.slots)[:running]
         self._add_jobs(running, machine_of=slots // spec.slots_per_machine)
         self._add_jobs(spec.waiting, machine_of=None)
@@ -161,10 +161,7 @@ class ClusterGraph:
         tasks = g.add_nodes(count, 1, NodeKind.TASK)
         g.set_supply(self.sink, g.supply(self.sink) - count)
         running = machine_of is not None
-        if running:
-            waited = rng.exponential(20.0, count)
-        else:
-            waited = rng.uniform(0.0, 60.0, count)
+        waited = rng.exponential(20.0, count) if running else rng.uniform(0.0, 60.0, count)
         unsched = UNSCHEDULED_BASE + (WAIT_COST_PER_SECOND * waited).astype(np.int64)
         unsched_arcs = g.add_arcs(tasks, job_nodes[job_of_task], capacity=1, cost=unsched)
         for j, node, size in zip(jobs.tolist(), job_nodes.tolist(), sizes, strict=True):
@@ -250,9 +247,9 @@ class ClusterGraph:
             assert machine_of is not None
             # transfer cost to the current machine, from the per-(task, machine) table
             here = np.searchsorted(mkeys, np.arange(n) * m + machine_of)
-            found = (here < len(mkeys)) & (mkeys[np.minimum(here, len(mkeys) - 1)] == (
-                np.arange(n) * m + machine_of
-            ))
+            found = (here < len(mkeys)) & (
+                mkeys[np.minimum(here, len(mkeys) - 1)] == (np.arange(n) * m + machine_of)
+            )
             to_here = np.where(found, m_cost[np.minimum(here, len(mkeys) - 1)], x_cost)
             run_s = rng.exponential(600.0, n)
             cont = to_here - (run_s // RUN_SECONDS_PER_UNIT).astype(np.int64)
@@ -272,7 +269,7 @@ class ClusterGraph:
             raise ValueError(f"churn {churn} is not within [0, 1]")
         g, rng = self.graph, self.rng
         live = self.live_tasks()
-        done = rng.choice(live, size=int(round(churn * len(live))), replace=False)
+        done = rng.choice(live, size=round(churn * len(live)), replace=False)
         for t in done.tolist():
             self._finish(t)
         new = len(done) if arrivals is None else arrivals

@@ -179,7 +179,9 @@ class DimacsReader:
                 arc_rows.append((src, dst, low, cap, cost, op.args[5] if len(op.args) == 6 else 0))
                 arc_lines.append(op.line)
         if len(arc_rows) != n_arcs:
-            raise DimacsError(ops[0].line, f"'p' line declares {n_arcs} arcs, found {len(arc_rows)}")
+            raise DimacsError(
+                ops[0].line, f"'p' line declares {n_arcs} arcs, found {len(arc_rows)}"
+            )
         if int(supply.sum()) != 0:
             raise DimacsError(ops[0].line, f"supplies sum to {int(supply.sum())}, not 0")
         graph = FlowGraph(node_hint=n_nodes, arc_hint=max(1, n_arcs))

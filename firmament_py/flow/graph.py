@@ -196,7 +196,7 @@ class FlowGraph:
 
     @property
     def node_id_bound(self) -> int:
-        """One more than the largest node id ever used (arrays indexed by node id have this size)."""
+        """One more than the largest node id ever used (the size of arrays indexed by node id)."""
         return self._node_top
 
     @property
@@ -456,7 +456,10 @@ class FlowGraph:
             s, d, cap, c, low, kd = (
                 np.atleast_1d(x)
                 for x in np.broadcast_arrays(
-                    *(np.asarray(x, dtype=np.int64) for x in (src, dst, capacity, cost, lower, kind))
+                    *(
+                        np.asarray(x, dtype=np.int64)
+                        for x in (src, dst, capacity, cost, lower, kind)
+                    )
                 )
             )
         except ValueError:

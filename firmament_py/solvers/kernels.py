@@ -172,7 +172,9 @@ def negative_infinite_cycle(net: ResidualArrays) -> int:  # pragma: no cover
 
 
 @njit(cache=True)
-def price_refine(net: ResidualArrays, scale: int, slack: int, budget: int) -> bool:  # pragma: no cover
+def price_refine(
+    net: ResidualArrays, scale: int, slack: int, budget: int
+) -> bool:  # pragma: no cover
     """Lower prices until every residual arc has reduced cost >= -slack; True on success.
 
     This is price refinement (Goldberg): it changes prices only, never the flow, and succeeds

@@ -202,7 +202,13 @@ def _relax(
                         delx += r
                         if labeled[w] != lstamp:
                             _label(
-                                w, t, lstamp, labeled, pred, deque, ends,
+                                w,
+                                t,
+                                lstamp,
+                                labeled,
+                                pred,
+                                deque,
+                                ends,
                                 prioritise and net.kind[w] == _LEAF,
                             )
                             if net.excess[w] < 0:
@@ -297,7 +303,13 @@ def _relax(
                     delx += net.rescap[t]
                     if labeled[w] != lstamp:
                         _label(
-                            w, t, lstamp, labeled, pred, deque, ends,
+                            w,
+                            t,
+                            lstamp,
+                            labeled,
+                            pred,
+                            deque,
+                            ends,
                             prioritise and net.kind[w] == _LEAF,
                         )
                         if net.excess[w] < 0 and target < 0:

@@ -1,0 +1,123 @@
+"""The worker process of a `RacingSolver`: one solver serving commands over a pipe.
+
+`RacingSolver` starts each worker as a plain Python subprocess that calls `worker_main` with the
+pipe and flag descriptors, the parent's pid, the algorithm and its options as JSON. It does not
+use multiprocessing, so a worker never re-imports the parent's `__main__` (user scripts need no
+`if __name__ == "__main__"` guard), and it shares nothing with the parent but a socket and an
+8-byte cancel flag in shared memory. The protocol is described in `racing.py`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import mmap
+import multiprocessing.connection as mpc
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from firmament_py.flow.graph import FlowGraph
+from firmament_py.solvers.base import (
+    FlowSolver,
+    InfeasibleError,
+    SolverCancelled,
+    SolverError,
+    UnboundedError,
+)
+
+ERRORS: dict[str, type[SolverError]] = {
+    "infeasible": InfeasibleError,
+    "unbounded": UnboundedError,
+    "cancelled": SolverCancelled,
+    "error": SolverError,
+}
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent exits (Linux only)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            pr_set_pdeathsig = 1
+            libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(0)
+
+
+def _warm_up(algorithm: str, options: Mapping[str, Any]) -> None:
+    """Compile (or load from the cache) the solver's kernels on a tiny problem."""
+    graph = FlowGraph()
+    a = graph.add_node(supply=1)
+    b = graph.add_node(supply=-1)
+    graph.add_arc(a, b, capacity=1, cost=1)
+    solver = make_solver_from_options(algorithm, options)
+    solver.solve_graph(graph)
+    graph.add_arc(b, a, capacity=1, cost=1)
+    solver.solve_graph(graph)
+
+
+def make_solver_from_options(algorithm: str, options: Mapping[str, Any]) -> FlowSolver:
+    from firmament_py.solvers.registry import make_solver
+
+    return make_solver(algorithm, **options)
+
+
+def _error_kind(exc: BaseException) -> str:
+    for kind, cls in ERRORS.items():
+        if type(exc) is cls:
+            return kind
+    return "error"
+
+
+def worker_main(argv: list[str]) -> None:
+    """Serve one solver until the pipe closes or a `stop` message arrives.
+
+    Arguments: pipe fd, cancel-flag fd, parent pid, algorithm, options as JSON.
+    """
+    pipe_fd, flag_fd, parent_pid = int(argv[0]), int(argv[1]), int(argv[2])
+    algorithm, options = argv[3], json.loads(argv[4])
+    _die_with_parent(parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    conn = mpc.Connection(pipe_fd)
+    flag_map = mmap.mmap(flag_fd, 8)
+    _warm_up(algorithm, options)
+    solver = make_solver_from_options(algorithm, options)
+    solver.use_cancel_flag(np.frombuffer(flag_map, dtype=np.int64))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return
+        command = message[0]
+        try:
+            if command == "stop":
+                conn.send(("ok",))
+                return
+            if command == "load":
+                solver.load(message[1])
+                reply: tuple[Any, ...] = ("ok",)
+            elif command == "apply":
+                solver.apply(message[1])
+                reply = ("ok",)
+            elif command == "sync":
+                solver.sync(message[1], message[2])
+                reply = ("ok",)
+            elif command == "solve":
+                r = solver.solve()
+                reply = ("solved", r.cost, r.flow, r.potentials, r.wall_time, r.stats)
+            elif command == "crash":  # used by the tests: die without a word
+                os._exit(3)
+            else:
+                reply = ("error", "error", f"unknown command {command!r}")
+        except Exception as exc:  # reported to the parent, which decides what to do
+            reply = ("error", _error_kind(exc), str(exc))
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):
+            return
