@@ -201,8 +201,8 @@ class DimacsReader:
         mentioned = seen.copy()
         mentioned[table[:, 0]] = True
         mentioned[table[:, 1]] = True
-        for node in np.flatnonzero(~mentioned[1:]) + 1:
-            graph.remove_node(int(node))
+        for node in (np.flatnonzero(~mentioned[1:]) + 1).tolist():
+            graph.remove_node(node)
         graph.discard_changes()
         return graph
 

@@ -29,7 +29,6 @@ from typing import NamedTuple, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from firmament_py.flow.changes import (
     ARC_CAP,
@@ -47,6 +46,7 @@ from firmament_py.flow.changes import (
     ChangeBatch,
     ChangeOp,
 )
+from firmament_py.jit import kernel
 
 MAX_COST = 2**31 - 1
 MAX_CAPACITY = 2**40
@@ -102,7 +102,7 @@ def _grown(array: npt.NDArray[np.generic], size: int, fill: int | bool) -> npt.N
     return bigger
 
 
-@njit(cache=True)
+@kernel
 def _link_arcs(
     ids: Int64Array,
     src: Int64Array,
@@ -827,7 +827,10 @@ class FlowGraph:
 
         # A node removed in this round takes its incident arcs with it in the solver: drop them.
         def killed_now(ids: Int64Array) -> npt.NDArray[np.bool_]:
-            return (self._node_epoch[ids] == self._epoch) & self._node_killed[ids]
+            mask: npt.NDArray[np.bool_] = (
+                self._node_epoch[ids] == self._epoch
+            ) & self._node_killed[ids]
+            return mask
 
         was = self._arc_was[arcs]
         was_on = self._arc_was_alive[arcs] & ~killed_now(was[:, 0]) & ~killed_now(was[:, 1])

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from firmament_py.flow.changes import ChangeBatch
+from firmament_py.jit import kernel
 from firmament_py.solvers import kernels
 from firmament_py.solvers.base import FlowSolver, InfeasibleError, SolverCancelled, SolverError
 from firmament_py.solvers.kernels import INF
@@ -41,7 +41,7 @@ _SATURATED = 4
 _REFINES_SKIPPED = 5
 
 
-@njit(cache=True)
+@kernel
 def _global_update(
     net: ResidualArrays,
     eps: int,
@@ -147,7 +147,7 @@ def _global_update(
     return _all_excess_reaches_deficit(net, dist, settled)
 
 
-@njit(cache=True)
+@kernel
 def _all_excess_reaches_deficit(
     net: ResidualArrays, queue: Int64Array, seen: Int64Array
 ) -> bool:  # pragma: no cover - compiled
@@ -177,7 +177,7 @@ def _all_excess_reaches_deficit(
     return True
 
 
-@njit(cache=True)
+@kernel
 def _refine(
     net: ResidualArrays,
     eps: int,
@@ -309,7 +309,7 @@ def _refine(
     return _OK
 
 
-@njit(cache=True)
+@kernel
 def _normalise(net: ResidualArrays) -> None:  # pragma: no cover - compiled
     """Shift prices so the smallest live one is 0 (prices are defined up to a constant)."""
     low = INF
@@ -323,7 +323,7 @@ def _normalise(net: ResidualArrays) -> None:  # pragma: no cover - compiled
             net.price[v] -= low
 
 
-@njit(cache=True)
+@kernel
 def _unscaled(net: ResidualArrays, scale: int, out: Int64Array) -> None:  # pragma: no cover
     for v in range(len(net.first)):
         out[v] = net.price[v] // scale if net.alive[v] else 0
@@ -351,7 +351,7 @@ class CostScalingSolver(FlowSolver):
         self.price_refine = price_refine
         self._scale = 1
         self._fresh = True
-        self._work: tuple[Int64Array, ...] = ()
+        self._work: list[Int64Array] = []
         self._exact: Int64Array = np.zeros(0, dtype=np.int64)
         self._exact_valid = False
         self._max_change = 0  # largest cost change in the batches since the last solve
@@ -421,7 +421,7 @@ class CostScalingSolver(FlowSolver):
                 "use relaxation or successive shortest path"
             )
         if not self._work or len(self._work[0]) < n:
-            self._work = (
+            self._work = [
                 np.zeros(n, dtype=np.int64),  # current arc
                 np.zeros(n, dtype=np.int64),  # queue
                 np.zeros(n, dtype=np.int64),  # in queue
@@ -430,7 +430,8 @@ class CostScalingSolver(FlowSolver):
                 np.zeros(n, dtype=np.int64),  # bucket next
                 np.zeros(n, dtype=np.int64),  # bucket prev
                 np.zeros(n, dtype=np.int64),  # settled
-            )
+            ]
+        cur, queue, inq, dist, bfirst, bnext, bprev, settled = self._work
         stats = np.zeros(8, dtype=np.int64)
         if self._fresh or not self.incremental:
             a.price[:] = 0
@@ -453,7 +454,22 @@ class CostScalingSolver(FlowSolver):
                 if kernels.excess_free(a):
                     stats[_REFINES_SKIPPED] += 1
                     continue
-            status = _refine(a, eps, scale, *self._work, update_every, self._cancel, stats)
+            status = _refine(
+                a,
+                eps,
+                scale,
+                cur,
+                queue,
+                inq,
+                dist,
+                bfirst,
+                bnext,
+                bprev,
+                settled,
+                update_every,
+                self._cancel,
+                stats,
+            )
             if status != _OK or eps == 1:
                 break
         self._exact_valid = False

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from firmament_py.flow.graph import INFINITE_CAPACITY
+from firmament_py.jit import kernel
 from firmament_py.solvers.network import DIRTY_OVERFLOW, N_DIRTY, N_FRESH, ResidualArrays
 
 Int64Array = npt.NDArray[np.int64]
@@ -17,15 +17,15 @@ Int64Array = npt.NDArray[np.int64]
 INF = np.int64(2**62)
 
 
-@njit(cache=True)
+@kernel
 def is_cancelled(flag: Int64Array) -> bool:  # pragma: no cover - compiled
-    return flag[0] != 0
+    return bool(flag[0] != 0)
 
 
 # ---------------------------------------------------------------------- changes and optimality
 
 
-@njit(cache=True)
+@kernel
 def seed_fresh_prices(net: ResidualArrays, scale: int) -> None:  # pragma: no cover
     """Give nodes added by the last batches a price that makes their cheapest residual arc tight.
 
@@ -56,7 +56,7 @@ def seed_fresh_prices(net: ResidualArrays, scale: int) -> None:  # pragma: no co
         net.price[v] = low if low > -INF else 0
 
 
-@njit(cache=True)
+@kernel
 def _saturate_slot(net: ResidualArrays, s: int, eps: int, scale: int) -> int:  # pragma: no cover
     r = net.rescap[s]
     if r <= 0:
@@ -73,7 +73,7 @@ def _saturate_slot(net: ResidualArrays, s: int, eps: int, scale: int) -> int:  #
     return 1
 
 
-@njit(cache=True)
+@kernel
 def saturate_violations(
     net: ResidualArrays, eps: int, scale: int, everything: bool
 ) -> int:  # pragma: no cover
@@ -101,7 +101,7 @@ def saturate_violations(
     return count
 
 
-@njit(cache=True)
+@kernel
 def worst_violation(net: ResidualArrays, scale: int, everything: bool) -> int:  # pragma: no cover
     """Largest -(reduced cost) over residual arcs (dirty ones unless `everything`); 0 if none."""
     worst = 0
@@ -129,7 +129,7 @@ def worst_violation(net: ResidualArrays, scale: int, everything: bool) -> int:  
     return worst
 
 
-@njit(cache=True)
+@kernel
 def negative_infinite_cycle(net: ResidualArrays) -> int:  # pragma: no cover
     """A node on a negative-cost cycle of uncapacitated arcs, or -1 (Bellman-Ford on those arcs)."""
     negative = 0
@@ -171,7 +171,7 @@ def negative_infinite_cycle(net: ResidualArrays) -> int:  # pragma: no cover
     return v
 
 
-@njit(cache=True)
+@kernel
 def price_refine(
     net: ResidualArrays, scale: int, slack: int, budget: int
 ) -> bool:  # pragma: no cover
@@ -232,7 +232,7 @@ def price_refine(
     return ok
 
 
-@njit(cache=True)
+@kernel
 def excess_free(net: ResidualArrays) -> bool:  # pragma: no cover - compiled
     """True if every live node is balanced (the pseudoflow is a flow)."""
     for v in range(len(net.first)):
@@ -244,7 +244,7 @@ def excess_free(net: ResidualArrays) -> bool:  # pragma: no cover - compiled
 # ---------------------------------------------------------------------- indexed binary heap
 
 
-@njit(cache=True)
+@kernel
 def heap_push(
     keys: Int64Array, nodes: Int64Array, pos: Int64Array, size: int, node: int, key: int
 ) -> int:  # pragma: no cover
@@ -274,7 +274,7 @@ def heap_push(
     return size
 
 
-@njit(cache=True)
+@kernel
 def heap_pop(
     keys: Int64Array, nodes: Int64Array, pos: Int64Array, size: int
 ) -> tuple[int, int, int]:  # pragma: no cover

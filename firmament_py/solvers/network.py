@@ -25,11 +25,10 @@ optimality only where it may have broken.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from firmament_py.flow.changes import (
     ARC_CAP,
@@ -44,6 +43,7 @@ from firmament_py.flow.changes import (
     ChangeBatch,
     ChangeOp,
 )
+from firmament_py.jit import kernel
 
 Int64Array = npt.NDArray[np.int64]
 Int8Array = npt.NDArray[np.int8]
@@ -132,7 +132,7 @@ def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArray
 # ---------------------------------------------------------------------- slot primitives
 
 
-@njit(cache=True)
+@kernel
 def _move_slot(net: ResidualArrays, src: int, dst: int) -> None:  # pragma: no cover - compiled
     net.head[dst] = net.head[src]
     net.cost[dst] = net.cost[src]
@@ -147,7 +147,7 @@ def _move_slot(net: ResidualArrays, src: int, dst: int) -> None:  # pragma: no c
     net.label[src] = -1
 
 
-@njit(cache=True)
+@kernel
 def _relocate(net: ResidualArrays, v: int, new_room: int) -> None:  # pragma: no cover
     top = net.meta[TOP]
     old = net.first[v]
@@ -159,7 +159,7 @@ def _relocate(net: ResidualArrays, v: int, new_room: int) -> None:  # pragma: no
     net.meta[TOP] = top + new_room
 
 
-@njit(cache=True)
+@kernel
 def _insert_slot(net: ResidualArrays, v: int, forward: bool) -> int:  # pragma: no cover
     base = net.first[v]
     end = base + net.deg[v]
@@ -171,10 +171,10 @@ def _insert_slot(net: ResidualArrays, v: int, forward: bool) -> int:  # pragma: 
     else:
         pos = end
     net.deg[v] += 1
-    return pos
+    return int(pos)
 
 
-@njit(cache=True)
+@kernel
 def _remove_slot(net: ResidualArrays, v: int, s: int) -> None:  # pragma: no cover
     base = net.first[v]
     last = base + net.deg[v] - 1
@@ -191,7 +191,7 @@ def _remove_slot(net: ResidualArrays, v: int, s: int) -> None:  # pragma: no cov
     net.deg[v] -= 1
 
 
-@njit(cache=True)
+@kernel
 def _mark_dirty(net: ResidualArrays, arc: int) -> None:  # pragma: no cover
     n = net.meta[N_DIRTY]
     if n < len(net.dirty):
@@ -204,7 +204,7 @@ def _mark_dirty(net: ResidualArrays, arc: int) -> None:  # pragma: no cover
 # ---------------------------------------------------------------------- arc and node changes
 
 
-@njit(cache=True)
+@kernel
 def _add_arc(
     net: ResidualArrays, k: int, u: int, v: int, low: int, cap: int, cost: int
 ) -> None:  # pragma: no cover
@@ -228,7 +228,7 @@ def _add_arc(
     _mark_dirty(net, k)
 
 
-@njit(cache=True)
+@kernel
 def _remove_arc(net: ResidualArrays, k: int) -> None:  # pragma: no cover
     sf = net.fwd[k]
     sr = net.mate[sf]
@@ -244,7 +244,7 @@ def _remove_arc(net: ResidualArrays, k: int) -> None:  # pragma: no cover
     net.meta[LIVE_ARCS] -= 1
 
 
-@njit(cache=True)
+@kernel
 def _change_arc(
     net: ResidualArrays, k: int, low: int, cap: int, cost: int
 ) -> None:  # pragma: no cover
@@ -265,7 +265,7 @@ def _change_arc(
     _mark_dirty(net, k)
 
 
-@njit(cache=True)
+@kernel
 def _cancel_source_flow(net: ResidualArrays, v: int) -> None:  # pragma: no cover
     """Firmament's efficient task removal (section 5.3.2).
 
@@ -300,7 +300,7 @@ def _cancel_source_flow(net: ResidualArrays, v: int) -> None:  # pragma: no cove
             return
 
 
-@njit(cache=True)
+@kernel
 def _remove_node(net: ResidualArrays, v: int) -> None:  # pragma: no cover
     if net.supply[v] > 0:
         _cancel_source_flow(net, v)
@@ -316,7 +316,7 @@ def _remove_node(net: ResidualArrays, v: int) -> None:  # pragma: no cover
     net.meta[LIVE_NODES] -= 1
 
 
-@njit(cache=True)
+@kernel
 def _add_node(net: ResidualArrays, v: int, supply: int, kind: int) -> None:  # pragma: no cover
     net.alive[v] = 1
     net.kind[v] = kind
@@ -334,15 +334,15 @@ def _add_node(net: ResidualArrays, v: int, supply: int, kind: int) -> None:  # p
         net.meta[N_FRESH] = n + 1
 
 
-@njit(cache=True)
+@kernel
 def _make_room(net: ResidualArrays, v: int) -> int:  # pragma: no cover
     """Slots that must be free at the end before inserting into v (0 if its block has room)."""
     if net.deg[v] < net.room[v]:
         return 0
-    return max(2 * net.room[v], net.deg[v] + net.mark[v] + _SLACK)
+    return int(max(2 * net.room[v], net.deg[v] + net.mark[v] + _SLACK))
 
 
-@njit(cache=True)
+@kernel
 def apply_rows(net: ResidualArrays, rows: Int64Array, start: int) -> tuple[int, int, int]:
     """Apply `rows[start:]` in order.
 
@@ -386,7 +386,7 @@ def apply_rows(net: ResidualArrays, rows: Int64Array, start: int) -> tuple[int, 
     return APPLIED, len(rows), 0
 
 
-@njit(cache=True)
+@kernel
 def compact_into(old: ResidualArrays, new: ResidualArrays) -> None:  # pragma: no cover
     """Copy the live blocks of `old` into the fresh slot arrays of `new`, without gaps.
 
@@ -427,7 +427,7 @@ def compact_into(old: ResidualArrays, new: ResidualArrays) -> None:  # pragma: n
     new.meta[DEAD] = 0
 
 
-@njit(cache=True)
+@kernel
 def flows_by_arc(net: ResidualArrays, out: Int64Array) -> None:  # pragma: no cover
     """out[k] = flow on arc k (0 for arc ids not in the network)."""
     for k in range(len(out)):
@@ -435,7 +435,7 @@ def flows_by_arc(net: ResidualArrays, out: Int64Array) -> None:  # pragma: no co
         out[k] = 0 if s < 0 else net.low[k] + net.rescap[net.mate[s]]
 
 
-@njit(cache=True)
+@kernel
 def load_flows(net: ResidualArrays, flow: Int64Array) -> None:  # pragma: no cover
     """Load a flow by arc id (clipped to the arcs' bounds) and recompute every excess."""
     for v in range(len(net.first)):
@@ -455,7 +455,7 @@ def load_flows(net: ResidualArrays, flow: Int64Array) -> None:  # pragma: no cov
         net.excess[v] += f + net.low[k]
 
 
-@njit(cache=True)
+@kernel
 def total_cost(net: ResidualArrays) -> tuple[int, bool]:  # pragma: no cover
     """Cost of the current flow, and False if it does not fit in int64."""
     limit = 2**62
@@ -476,7 +476,7 @@ def total_cost(net: ResidualArrays) -> tuple[int, bool]:  # pragma: no cover
     return total, True
 
 
-@njit(cache=True)
+@kernel
 def excess_summary(net: ResidualArrays) -> tuple[int, int, int]:  # pragma: no cover
     """(sum of excess over live nodes, total positive excess, nodes with non-zero excess)."""
     total = 0
@@ -493,7 +493,7 @@ def excess_summary(net: ResidualArrays) -> tuple[int, int, int]:  # pragma: no c
     return total, positive, unbalanced
 
 
-@njit(cache=True)
+@kernel
 def max_abs_cost(net: ResidualArrays) -> int:  # pragma: no cover
     best = 0
     for k in range(len(net.fwd)):
@@ -505,7 +505,7 @@ def max_abs_cost(net: ResidualArrays) -> int:  # pragma: no cover
     return best
 
 
-@njit(cache=True)
+@kernel
 def check_structure(net: ResidualArrays) -> int:  # pragma: no cover
     """Return 0 if the slot layout invariants hold, else a code naming the first violation."""
     for v in range(len(net.first)):
@@ -656,7 +656,7 @@ class ResidualNetwork:
 
     def _ensure(self, nodes: int, arcs: int) -> None:
         a = self.arrays
-        repl: dict[str, npt.NDArray[np.generic]] = {}
+        repl: dict[str, Any] = {}
         if nodes > len(a.first):
             size = max(nodes, 2 * len(a.first))
             for name in ("first", "nfwd", "deg", "room", "supply", "excess", "price", "mark"):
@@ -693,7 +693,7 @@ class ResidualNetwork:
         )
 
 
-@njit(cache=True)
+@kernel
 def _build_blocks(
     net: ResidualArrays, arcs: Int64Array, out_deg: Int64Array, in_deg: Int64Array
 ) -> None:  # pragma: no cover
@@ -741,7 +741,10 @@ def _build_blocks(
     net.meta[LIVE_ARCS] = len(arcs)
 
 
-def _grow(array: npt.NDArray[np.generic], size: int, fill: int) -> npt.NDArray[np.generic]:
+_Scalar = TypeVar("_Scalar", bound=np.generic)
+
+
+def _grow(array: npt.NDArray[_Scalar], size: int, fill: int) -> npt.NDArray[_Scalar]:
     bigger = np.full(size, fill, dtype=array.dtype)
     bigger[: len(array)] = array
     return bigger

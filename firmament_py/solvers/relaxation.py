@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 from firmament_py.flow.graph import NodeKind
+from firmament_py.jit import kernel
 from firmament_py.solvers import kernels
 from firmament_py.solvers.base import FlowSolver, InfeasibleError, SolverCancelled
 from firmament_py.solvers.kernels import INF
@@ -62,7 +62,7 @@ class _Work:
         self.stamp = np.zeros(1, dtype=np.int64)
 
 
-@njit(cache=True)
+@kernel
 def _augment(net: ResidualArrays, s: int, t: int, pred: Int64Array) -> None:  # pragma: no cover
     delta = min(net.excess[s], -net.excess[t])
     v = t
@@ -81,7 +81,7 @@ def _augment(net: ResidualArrays, s: int, t: int, pred: Int64Array) -> None:  # 
     net.excess[t] += delta
 
 
-@njit(cache=True)
+@kernel
 def _enqueue(
     v: int, queue: Int64Array, queued: Int64Array, qstate: Int64Array
 ) -> None:  # pragma: no cover
@@ -97,7 +97,7 @@ def _enqueue(
     qstate[1] += 1
 
 
-@njit(cache=True)
+@kernel
 def _label(
     w: int,
     t: int,
@@ -120,7 +120,7 @@ def _label(
         ends[1] += 1
 
 
-@njit(cache=True)
+@kernel
 def _relax(
     net: ResidualArrays,
     in_tree: Int64Array,

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
+from firmament_py.jit import kernel
 from firmament_py.solvers import kernels
 from firmament_py.solvers.base import FlowSolver, InfeasibleError, SolverCancelled
 from firmament_py.solvers.kernels import INF, heap_pop, heap_push
@@ -28,7 +28,7 @@ _INFEASIBLE = 1
 _CANCELLED = 2
 
 
-@njit(cache=True)
+@kernel
 def _ssp(
     net: ResidualArrays,
     dist: Int64Array,
@@ -120,7 +120,7 @@ class SuccessiveShortestPathSolver(FlowSolver):
     def __init__(self) -> None:
         super().__init__()
         self._full_repair = True
-        self._work: tuple[Int64Array, ...] = ()
+        self._work: list[Int64Array] = []
 
     def _after_load(self) -> None:
         self._full_repair = True
@@ -129,18 +129,21 @@ class SuccessiveShortestPathSolver(FlowSolver):
         a = self.network.arrays
         n = len(a.first)
         if not self._work or len(self._work[0]) < n:
-            self._work = (
+            self._work = [
                 np.full(n, INF, dtype=np.int64),  # dist
                 np.full(n, -1, dtype=np.int64),  # pred
                 np.zeros(n, dtype=np.int64),  # heap keys
                 np.zeros(n, dtype=np.int64),  # heap nodes
                 np.full(n, -1, dtype=np.int64),  # heap positions
                 np.zeros(n, dtype=np.int64),  # touched
-            )
+            ]
         kernels.seed_fresh_prices(a, 1)
         saturated = kernels.saturate_violations(a, 0, 1, self._full_repair)
         self._full_repair = False
-        status, augmentations, pops = _ssp(a, *self._work, self._cancel)
+        dist, pred, hkeys, hnodes, hpos, touched = self._work
+        status, augmentations, pops = _ssp(
+            a, dist, pred, hkeys, hnodes, hpos, touched, self._cancel
+        )
         if status == _CANCELLED:
             self._full_repair = True
             raise SolverCancelled("successive shortest path was cancelled")
