@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections import deque
@@ -71,10 +72,15 @@ class _Worker:
     cancelled: bool = False  # its running solve was cancelled; drain before reuse
     pending_sync: tuple[Int64Array, Int64Array] | None = None  # sync once it has stopped
     alive: bool = True
+    feeder: threading.Thread | None = None  # still sending a restarted worker its snapshot
 
 
 class WorkerDiedError(Exception):
     """A worker process exited or its pipe broke."""
+
+
+class _AllWorkersDiedError(SolverError):
+    """Every worker of a race died before answering."""
 
 
 class RacingSolver(FlowSolver):
@@ -114,7 +120,7 @@ class RacingSolver(FlowSolver):
         self._last = None
         self._loaded = True
         for w in self._live():
-            self._send(w, ("load", snapshot))
+            self._tell(w, ("load", snapshot))
 
     def apply(self, changes: ChangeBatch) -> None:
         if changes.reset:
@@ -126,7 +132,7 @@ class RacingSolver(FlowSolver):
             self._history.append(changes)
         self._last = None
         for w in self._live():
-            self._send(w, ("apply", changes))
+            self._tell(w, ("apply", changes))
 
     def solve_graph(self, graph: FlowGraph) -> SolveResult:
         result = super().solve_graph(graph)
@@ -135,7 +141,7 @@ class RacingSolver(FlowSolver):
 
     def sync(self, flow: Int64Array, potentials: Int64Array) -> None:
         for w in self._live():
-            self._send(w, ("sync", flow, potentials))
+            self._tell(w, ("sync", flow, potentials))
 
     def potentials(self) -> Int64Array:
         if self._last is None:
@@ -159,42 +165,12 @@ class RacingSolver(FlowSolver):
         if not self._loaded:
             raise SolverError("solve() before load(): give the solver a snapshot first")
         start = time.perf_counter()
-        racing: list[_Worker] = []
-        for w in self._live():
-            try:
-                self._send(w, ("solve",))
-                racing.append(w)
-            except WorkerDiedError:
-                self._bury(w)
-        winner: _Worker | None = None
-        reply: tuple[Any, ...] = ()
-        failures: list[str] = []
-        while racing and winner is None:
-            mpc.wait([w.conn for w in racing])  # a dead worker's pipe reads as end of file
-            for w in list(racing):
-                try:
-                    answer = self._pump(w)
-                except WorkerDiedError as exc:
-                    failures.append(f"{w.algorithm} worker died ({exc})")
-                    racing.remove(w)
-                    self._bury(w)
-                    continue
-                if answer is None:
-                    continue
-                if answer[0] == "solved":
-                    winner, reply = w, answer
-                    break
-                racing.remove(w)
-                kind, text = answer[1], answer[2]
-                if kind in ("infeasible", "unbounded"):  # a property of the problem
-                    self._cancel_all(racing)
-                    self._restart_dead()
-                    raise ERRORS[kind](text)
-                failures.append(f"{w.algorithm}: {text}")
-        if winner is None:
-            self._restart_dead()
-            raise SolverError("every racing solver failed: " + "; ".join(failures))
-        losers = [w for w in racing if w is not winner]
+        try:
+            winner, reply, racing = self._race()
+        except _AllWorkersDiedError:
+            # Every worker died mid-race: try once more with fresh processes, then give up.
+            winner, reply, racing = self._race()
+        losers = racing
         _tag, cost, flow, potentials, solver_time, stats = reply
         for w in losers:
             w.pending_sync = (flow, potentials)
@@ -209,8 +185,39 @@ class RacingSolver(FlowSolver):
             stats={**stats, "solver_time": float(solver_time), "restarts": float(self.restarts)},
         )
         self._last = result
-        self._restart_dead()
         return result
+
+    def _race(self) -> tuple[_Worker, tuple[Any, ...], list[_Worker]]:
+        """Ask every live worker to solve; return the winner, its reply, and the others."""
+        racing = [w for w in self._live() if self._tell(w, ("solve",))]
+        # Replace dead workers while the live ones already solve; the new ones join the race.
+        racing += self._restart_dead()
+        failures: list[str] = []
+        died = 0
+        while racing:
+            mpc.wait([w.conn for w in racing])  # a dead worker's pipe reads as end of file
+            for w in list(racing):
+                try:
+                    answer = self._pump(w)
+                except WorkerDiedError as exc:
+                    failures.append(f"{w.algorithm} worker died ({exc})")
+                    died += 1
+                    racing.remove(w)
+                    self._bury(w)
+                    continue
+                if answer is None:
+                    continue
+                if answer[0] == "solved":
+                    return w, answer, [x for x in racing if x is not w]
+                racing.remove(w)
+                kind, text = answer[1], answer[2]
+                if kind in ("infeasible", "unbounded"):  # a property of the problem
+                    self._cancel_all(racing)
+                    raise ERRORS[kind](text)
+                failures.append(f"{w.algorithm}: {text}")
+        if died and died == len(failures):
+            raise _AllWorkersDiedError("; ".join(failures))
+        raise SolverError("every racing solver failed: " + "; ".join(failures or ["no workers"]))
 
     def _pump(self, w: _Worker) -> tuple[Any, ...] | None:
         """Read the replies `w` has sent so far; return its solve reply once it is there."""
@@ -243,8 +250,20 @@ class RacingSolver(FlowSolver):
     def _bound_graph(self) -> FlowGraph | None:
         return self._graph_ref() if self._graph_ref is not None else None
 
+    def _tell(self, w: _Worker, message: tuple[Any, ...]) -> bool:
+        """Send a command; a worker found dead is buried (and replaced before the next race)."""
+        try:
+            self._send(w, message)
+        except WorkerDiedError:
+            self._bury(w)
+            return False
+        return True
+
     def _send(self, w: _Worker, message: tuple[Any, ...]) -> None:
         """Send a command, first settling a cancelled solve and its deferred sync."""
+        if w.feeder is not None:
+            w.feeder.join()
+            w.feeder = None
         try:
             if w.cancelled:
                 self._settle(w)
@@ -302,8 +321,13 @@ class RacingSolver(FlowSolver):
         w.alive = False
         _stop(w, graceful=False)
 
-    def _restart_dead(self) -> None:
-        """Replace dead workers with fresh ones loaded from a full snapshot."""
+    def _restart_dead(self) -> list[_Worker]:
+        """Replace dead workers with fresh ones that load a full snapshot and then solve.
+
+        A background thread feeds each new worker (it reads nothing until its kernels are
+        warm, and a snapshot is larger than a socket buffer), so the race goes on meanwhile.
+        """
+        fresh_workers: list[_Worker] = []
         for i, w in enumerate(self._workers):
             if w.alive:
                 continue
@@ -314,10 +338,24 @@ class RacingSolver(FlowSolver):
                 continue
             graph = self._bound_graph()
             batches = [graph.snapshot()] if graph is not None else self._history
-            for batch in batches:
-                self._send(fresh, ("load" if batch.reset else "apply", batch))
+            messages: list[tuple[Any, ...]] = [("load" if b.reset else "apply", b) for b in batches]
             if self._last is not None:
-                self._send(fresh, ("sync", self._last.flow, self._last.potentials))
+                messages.append(("sync", self._last.flow, self._last.potentials))
+            messages.append(("solve",))
+            fresh.owed.extend(str(m[0]) for m in messages)
+            fresh.feeder = threading.Thread(
+                target=_feed, args=(fresh.conn, messages), name="firmament-race-feeder", daemon=True
+            )
+            fresh.feeder.start()
+            fresh_workers.append(fresh)
+        return fresh_workers
+
+
+def _feed(conn: mpc.Connection, messages: list[tuple[Any, ...]]) -> None:
+    """Send messages in order; a broken pipe shows up to the parent as the worker's death."""
+    with contextlib.suppress(OSError):
+        for message in messages:
+            conn.send(message)
 
 
 def _shared_flag_fd() -> int:

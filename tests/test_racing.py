@@ -1,0 +1,204 @@
+"""RacingSolver: same answers as its contenders, cancellation, crash recovery, no orphans."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from firmament_py.flow.graph import FlowGraph
+from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.solvers import (
+    CostScalingSolver,
+    InfeasibleError,
+    RacingSolver,
+    RelaxationSolver,
+    SolverCancelled,
+    SuccessiveShortestPathSolver,
+    make_solver,
+)
+from firmament_py.solvers.optimality import verify
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); look at its state.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _wait_dead(pids: list[int], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def race() -> Iterator[RacingSolver]:
+    solver = RacingSolver()
+    yield solver
+    solver.close()
+
+
+def test_race_matches_each_contender_over_rounds(race: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=120, running=0.8, waiting=300, seed=3))
+    relax, scaling = RelaxationSolver(), CostScalingSolver()
+    for _ in range(5):
+        result = race.solve_graph(cluster.graph)
+        verify(cluster.graph, result)
+        assert result.algorithm in ("race:relaxation", "race:cost-scaling")
+        assert result.cost == relax.solve_graph(cluster.graph.copy()).cost
+        assert result.cost == scaling.solve_graph(cluster.graph.copy()).cost
+        cluster.observe(result.flow)
+        cluster.next_round(0.02)
+
+
+def test_race_answers_load_and_apply_without_a_graph(race: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=40, running=0.5, waiting=80, seed=4))
+    race.load(cluster.graph.snapshot())
+    cluster.graph.discard_changes()
+    first = race.solve()
+    assert first.cost == SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy()).cost
+    cluster.next_round(0.05)
+    race.apply(cluster.graph.take_changes())
+    second = race.solve()
+    verify(cluster.graph, second)
+    assert second.cost == SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy()).cost
+
+
+def test_killed_worker_is_replaced_from_a_snapshot(race: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=60, running=0.7, waiting=150, seed=5))
+    race.solve_graph(cluster.graph)
+    victim = race.worker_pids[0]
+    os.kill(victim, signal.SIGKILL)
+    assert _wait_dead([victim])
+    for _ in range(3):
+        cluster.next_round(0.02)
+        result = race.solve_graph(cluster.graph)
+        verify(cluster.graph, result)
+    assert race.restarts >= 1
+    assert victim not in race.worker_pids
+    assert len(race.worker_pids) == 2
+
+
+def test_both_workers_killed_mid_life_still_answers(race: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.5, waiting=50, seed=6))
+    race.solve_graph(cluster.graph)
+    pids = race.worker_pids
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    assert _wait_dead(pids)
+    cluster.next_round(0.05)
+    result = race.solve_graph(cluster.graph)
+    verify(cluster.graph, result)
+    assert race.restarts == 2
+
+
+def test_infeasible_problem_raises_and_race_recovers(race: RacingSolver) -> None:
+    g = FlowGraph()
+    s, t = g.add_node(supply=3), g.add_node(supply=-3)
+    arc = g.add_arc(s, t, capacity=2, cost=1)
+    with pytest.raises(InfeasibleError):
+        race.solve_graph(g)
+    g.change_arc(arc, capacity=5)
+    result = race.solve_graph(g)
+    assert result.cost == 3
+
+
+def test_close_stops_workers_and_no_orphans_at_exit() -> None:
+    race = RacingSolver()
+    pids = race.worker_pids
+    race.close()
+    assert _wait_dead(pids)
+
+
+def test_workers_die_with_a_killed_parent() -> None:
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from firmament_py.solvers import RacingSolver
+        race = RacingSolver()
+        print(*race.worker_pids, flush=True)
+        time.sleep(60)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    assert len(pids) == 2 and all(_alive(p) for p in pids)
+    parent.kill()
+    parent.wait()
+    assert _wait_dead(pids), "racing workers outlived their parent"
+
+
+def test_workers_die_when_parent_exits_without_close() -> None:
+    script = textwrap.dedent(
+        """
+        from firmament_py.solvers import RacingSolver
+        race = RacingSolver()
+        print(*race.worker_pids, flush=True)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    pids = [int(p) for p in out.stdout.split()]
+    assert _wait_dead(pids)
+
+
+@pytest.mark.parametrize(
+    "solver_class", [SuccessiveShortestPathSolver, RelaxationSolver, CostScalingSolver]
+)
+def test_a_raised_cancel_flag_stops_the_kernels(solver_class: type) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.5, waiting=60, seed=7))
+    solver = solver_class()
+    flag = np.ones(1, dtype=np.int64)
+    solver.use_cancel_flag(flag)
+    with pytest.raises(SolverCancelled):
+        solver.solve_graph(cluster.graph)
+    flag[0] = 0
+    result = solver.solve_graph(cluster.graph)
+    verify(cluster.graph, result)
+
+
+def test_race_of_other_contenders_and_options() -> None:
+    race = make_solver(
+        "race",
+        algorithms=("ssp", "relaxation"),
+        options={"relaxation": {"incremental": True}},
+    )
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=50, running=0.6, waiting=100, seed=8))
+        for _ in range(3):
+            result = race.solve_graph(cluster.graph)
+            verify(cluster.graph, result)
+            cluster.next_round(0.03)
+    finally:
+        race.close()
+
+
+def test_registry_rejects_unknown_names_and_options() -> None:
+    with pytest.raises(ValueError, match="unknown solver 'simplex'"):
+        make_solver("simplex")
+    with pytest.raises(ValueError, match="bad options for solver 'cost-scaling'"):
+        make_solver("cost-scaling", gamma=3)
+    with pytest.raises(ValueError, match="alpha must be at least 2"):
+        make_solver("cost-scaling", alpha=1)
+    with pytest.raises(ValueError, match="cannot contain another race"):
+        RacingSolver(algorithms=("race", "ssp"))
