@@ -147,12 +147,20 @@ class ClusterGraph:
             left -= size
         return sizes
 
-    def _add_jobs(self, count: int, machine_of: Int64Array | None) -> Int64Array:
+    def submit_job(self, tasks: int) -> Int64Array:
+        """Submit one job of `tasks` waiting tasks (Figure 9's contention case); return them."""
+        if tasks < 1:
+            raise ValueError(f"a job needs at least one task, got {tasks}")
+        return self._add_jobs(tasks, machine_of=None, sizes=[tasks])
+
+    def _add_jobs(
+        self, count: int, machine_of: Int64Array | None, sizes: list[int] | None = None
+    ) -> Int64Array:
         """Add `count` tasks in new jobs; running ones (machine_of given) are placed there."""
         if count == 0:
             return np.zeros(0, dtype=np.int64)
         g, spec, rng = self.graph, self.spec, self.rng
-        sizes = self._job_sizes(count)
+        sizes = self._job_sizes(count) if sizes is None else sizes
         jobs = np.arange(self._next_job, self._next_job + len(sizes))
         self._next_job += len(sizes)
         job_nodes = g.add_nodes(len(sizes))

@@ -44,6 +44,9 @@ from firmament_py.solvers.base import FlowSolver, Int64Array, SolverError, Solve
 from firmament_py.solvers.race_worker import ERRORS, make_solver_from_options
 
 DEFAULT_PAIR = ("relaxation", "cost-scaling")
+# Incremental relaxation answers 1%-churn rounds several times faster than from scratch
+# (docs/benchmarks.md); cost scaling covers the contended rounds where relaxation crawls.
+DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {"relaxation": {"incremental": True}}
 
 # Run the worker without `-m`, which would warn that the package already imported the module.
 _WORKER_BOOT = (
@@ -103,7 +106,8 @@ class RacingSolver(FlowSolver):
         if "race" in algorithms:
             raise ValueError("a race cannot contain another race")
         self.algorithms = tuple(algorithms)
-        self._options = {name: dict((options or {}).get(name, {})) for name in algorithms}
+        chosen = DEFAULT_OPTIONS if options is None else options
+        self._options = {name: dict(chosen.get(name, {})) for name in algorithms}
         for name in algorithms:  # fail here, not in a worker, on unknown names or options
             make_solver_from_options(name, self._options[name]).close()
         json.dumps(self._options)  # options travel to the workers as JSON
