@@ -238,6 +238,8 @@ def run_incremental(name: str, args: argparse.Namespace) -> list[Row]:
     )
     rows: list[Row] = []
     for label, (algorithm, options) in INCREMENTAL_ALGORITHMS.items():
+        if args.only and not any(word in label for word in args.only.split(",")):
+            continue
         solver = make_solver(algorithm, **options)
         try:
             if algorithm == "race":
@@ -294,6 +296,9 @@ def main() -> None:
     parser.add_argument("--algorithms", default=",".join(SCRATCH_ALGORITHMS))
     parser.add_argument("--networkx", action="store_true", help="also time networkx (slow)")
     parser.add_argument("--budget", type=float, default=600.0, help="seconds per scenario")
+    parser.add_argument(
+        "--only", default="", help="incremental: run only labels containing one of these words"
+    )
     parser.add_argument("--json", type=Path, help="write all rows here")
     args = parser.parse_args()
     args.algorithms = args.algorithms.split(",")

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-import pytest
 from hypothesis import strategies as st
 from ortools.graph.python import min_cost_flow
 
@@ -38,12 +37,6 @@ SOLVERS: dict[str, Callable[[], FlowSolver]] = {
 }
 
 
-@pytest.fixture(params=sorted(SOLVERS))
-def make_solver(request: pytest.FixtureRequest) -> Callable[[], FlowSolver]:
-    """A factory for each solver configuration in turn."""
-    return SOLVERS[request.param]
-
-
 # ---------------------------------------------------------------------- graph state
 
 
@@ -56,11 +49,8 @@ def graph_state(graph: FlowGraph, *, arc_ids: bool = True) -> dict[str, object]:
     a = graph.arrays()
     nodes = graph.node_ids().tolist()
     node_part = {v: (int(a.supply[v]), int(a.node_kind[v])) for v in nodes}
-    arcs = {
-        k: (int(a.src[k]), int(a.dst[k]), int(a.low[k]), int(a.cap[k]), int(a.cost[k]))
-        + (int(a.arc_kind[k]),)
-        for k in graph.arc_ids().tolist()
-    }
+    columns = (a.src, a.dst, a.low, a.cap, a.cost, a.arc_kind)
+    arcs = {k: tuple(int(c[k]) for c in columns) for k in graph.arc_ids().tolist()}
     arc_part: object = arcs if arc_ids else sorted(arcs.values())
     return {
         "nodes": node_part,
@@ -107,17 +97,21 @@ def graph_specs(
     max_cost: int = 20,
     lower_bounds: bool = True,
     feasible: bool = True,
+    max_supply: int = 4,
 ) -> GraphSpec:
     """Random problems; with `feasible` the supplies are those of a random feasible flow.
 
-    Otherwise the supplies are random and balanced, and the problem is often infeasible.
+    Otherwise a few units of supply are then moved between random nodes: the supplies stay
+    balanced and the problem is infeasible about half the time.
     """
     n = draw(st.integers(1, max_nodes))
     arcs: list[tuple[int, int, int, int, int]] = []
     flows: list[int] = []
     if n >= 2:
         pairs = st.tuples(st.integers(1, n), st.integers(1, n)).filter(lambda p: p[0] != p[1])
-        for src, dst in draw(st.lists(pairs, max_size=max_arcs)):
+        # Lists drawn plainly are mostly short: draw the arc count first to get dense graphs too.
+        m = draw(st.integers(0, max_arcs))
+        for src, dst in draw(st.lists(pairs, min_size=m, max_size=m)):
             cap = draw(st.one_of(st.just(0), st.integers(0, max_cap)))
             low = draw(st.integers(0, cap)) if lower_bounds and draw(st.booleans()) else 0
             cost = draw(st.integers(-max_cost, max_cost))
@@ -131,17 +125,18 @@ def graph_specs(
     removed = tuple(draw(st.sets(st.integers(1, n), max_size=n // 3)))
     alive = [v for v in range(1, n + 1) if v not in removed]
     supply = [0] * (n + 1)
-    if feasible:
-        for (src, dst, _low, _cap, _cost), f in zip(arcs, flows, strict=True):
-            if src in removed or dst in removed:
-                continue
-            supply[src] += f
-            supply[dst] -= f
-    else:
-        for v in alive:
-            supply[v] = draw(st.integers(-max_cap, max_cap))
-        if alive:
-            supply[alive[-1]] -= sum(supply)
+    for (src, dst, _low, _cap, _cost), f in zip(arcs, flows, strict=True):
+        if src in removed or dst in removed:
+            continue
+        supply[src] += f
+        supply[dst] -= f
+    if not feasible and alive:
+        # Move a few units of supply between random nodes: often no longer routable.
+        ends = st.sampled_from(alive)
+        moves = st.tuples(ends, ends, st.integers(1, max_supply))
+        for u, v, d in draw(st.lists(moves, min_size=1, max_size=3)):
+            supply[u] += d
+            supply[v] -= d
     for v in removed:
         supply[v] = draw(st.integers(-3, 3))  # removed anyway: must not matter
     return GraphSpec(n, tuple(supply[1:]), tuple(arcs), removed)

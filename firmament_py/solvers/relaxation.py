@@ -56,6 +56,10 @@ class _Work:
         self.pred = np.full(n, -1, dtype=np.int64)  # slot that labeled it
         self.deque = np.zeros(n, dtype=np.int64)
         self.members = np.zeros(n, dtype=np.int64)
+        self.pending = np.zeros(n, dtype=np.int64)  # members whose reverse arcs await a scan
+        self.rev_done = np.zeros(n, dtype=np.int64)  # stamp: reverse arcs scanned in this tree
+        self.join_seq = np.zeros(n, dtype=np.int64)  # when a member joined S (its forward scan)
+        self.rev_seq = np.zeros(n, dtype=np.int64)  # when its reverse arcs were scanned
         self.queue = np.zeros(n, dtype=np.int64)  # nodes with surplus
         self.queued = np.zeros(n, dtype=np.int64)
         self.tight = np.zeros(4096, dtype=np.int64)  # arcs at the minimum reduced cost
@@ -128,6 +132,10 @@ def _relax(
     pred: Int64Array,
     deque: Int64Array,
     members: Int64Array,
+    pending: Int64Array,
+    rev_done: Int64Array,
+    join_seq: Int64Array,
+    rev_seq: Int64Array,
     queue: Int64Array,
     queued: Int64Array,
     tight: Int64Array,
@@ -147,6 +155,7 @@ def _relax(
     # Stamps instead of clearing flags: in_tree[v] == stamp means v is in this iteration's tree
     # S; labeled[v] == lstamp means v was labeled since the last price rise.
     stamp = stamp_box[0]
+    seq = 0  # orders scans within a tree, so delx counts each arc leaving S once
     ntight_cap = len(tight)
     work = 0
     while qstate[1] > 0:
@@ -170,31 +179,63 @@ def _relax(
             ends[1] = 0
             _label(s, -1, lstamp, labeled, pred, deque, ends, False)
             nmem = 0
+            npend = 0
+            ppos = 0
             surplus = 0
             delx = 0  # residual capacity of balanced arcs leaving S
             target = -1
             while target < 0:
                 if ends[0] != ends[1] and surplus <= delx:
-                    # Scan the next labeled node: it joins S.
+                    # Scan the next labeled node: it joins S. Only its forward arcs are
+                    # scanned now; its reverse arcs (a hub's many, one per task whose flow
+                    # passes through it) wait until the forward search runs dry.
                     i = deque[ends[0] % n]
                     ends[0] += 1
                     if in_tree[i] == stamp:
                         continue
                     in_tree[i] = stamp
+                    seq += 1
+                    join_seq[i] = seq
                     members[nmem] = i
                     nmem += 1
                     surplus += net.excess[i]
                     stats[_SCANNED] += 1
+                    lo = net.first[i]
+                    hi = lo + net.nfwd[i]
+                    if net.deg[i] > net.nfwd[i]:
+                        pending[npend] = i
+                        npend += 1
+                    forward = True
+                elif ppos < npend:
+                    i = pending[ppos]
+                    ppos += 1
+                    rev_done[i] = stamp
+                    seq += 1
+                    rev_seq[i] = seq
+                    lo = net.first[i] + net.nfwd[i]
+                    hi = net.first[i] + net.deg[i]
+                    forward = False
+                else:
+                    lo = 0
+                    hi = -1
+                    forward = False
+                if hi >= lo:
                     pi = net.price[i]
-                    base = net.first[i]
-                    stats[_ARC_SCANS] += net.deg[i]
-                    for t in range(base, base + net.deg[i]):
+                    stats[_ARC_SCANS] += hi - lo
+                    for t in range(lo, hi):
                         w = net.head[t]
                         if net.cost[t] - pi + net.price[w] != 0:
                             continue
                         if in_tree[w] == stamp:
-                            # The balanced arc w -> i was counted as leaving S; now internal.
-                            delx -= net.rescap[net.mate[t]]
+                            # w's side of this balanced arc was counted as leaving S if it
+                            # was scanned before i joined S; now the arc is internal. (The
+                            # mate of a forward slot is one of w's reverse slots.)
+                            if forward:
+                                seen = rev_seq[w] if rev_done[w] == stamp else INF
+                            else:
+                                seen = join_seq[w]
+                            if seen < join_seq[i]:
+                                delx -= net.rescap[net.mate[t]]
                             continue
                         r = net.rescap[t]
                         if r <= 0:
@@ -271,9 +312,16 @@ def _relax(
                 # Labels outside S came through arcs just saturated: start a new label epoch.
                 stamp += 1
                 lstamp = stamp
+                seq += 1
                 for j in range(nmem):
                     in_tree[members[j]] = stamp
                     labeled[members[j]] = lstamp
+                    # The rise scanned every arc of S: all of it counts as seen now.
+                    rev_done[members[j]] = stamp
+                    join_seq[members[j]] = seq
+                    rev_seq[members[j]] = seq
+                npend = 0
+                ppos = 0
                 ends[0] = 0
                 ends[1] = 0
                 delx = 0
@@ -361,6 +409,10 @@ class RelaxationSolver(FlowSolver):
             w.pred,
             w.deque,
             w.members,
+            w.pending,
+            w.rev_done,
+            w.join_seq,
+            w.rev_seq,
             w.queue,
             w.queued,
             w.tight,

@@ -1,0 +1,1 @@
+"""Test suite of firmament_py."""
