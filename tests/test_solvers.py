@@ -230,11 +230,6 @@ def test_uncapacitated_arcs_without_a_negative_cycle(name: str) -> None:
     assert r.cost == networkx_cost(g)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CostScalingSolver(global_updates=False) raises SolverError 'cost scaling exceeded "
-    "its relabel bound (internal error)' on an infeasible problem instead of InfeasibleError",
-)
 def test_cost_scaling_without_global_updates_reports_infeasibility() -> None:
     g = FlowGraph()
     g.add_nodes(3)

@@ -47,7 +47,14 @@ from firmament_py.flow.changes import (
     ChangeBatch,
     ChangeOp,
 )
-from firmament_py.flow.graph import FlowGraph, FlowGraphError, NodeKind
+from firmament_py.flow.graph import (
+    MAX_ARC_KIND,
+    MAX_CAPACITY,
+    MAX_ID,
+    FlowGraph,
+    FlowGraphError,
+    NodeKind,
+)
 
 
 class DimacsError(ValueError):
@@ -150,6 +157,8 @@ class DimacsReader:
         n_nodes, n_arcs = ops[0].args
         if n_nodes < 0 or n_arcs < 0:
             raise DimacsError(ops[0].line, "node and arc counts must be non-negative")
+        if n_nodes >= MAX_ID or n_arcs >= MAX_ID:
+            raise DimacsError(ops[0].line, f"node and arc counts must be below {MAX_ID}")
         supply = np.zeros(n_nodes + 1, dtype=np.int64)
         kind = np.zeros(n_nodes + 1, dtype=np.int8)
         seen = np.zeros(n_nodes + 1, dtype=np.bool_)
@@ -165,7 +174,7 @@ class DimacsReader:
                 if seen[node]:
                     raise DimacsError(op.line, f"node {node} is described twice")
                 seen[node] = True
-                supply[node] = op.args[1]
+                supply[node] = self._supply(op.line, op.args[1])
                 if len(op.args) == 3:
                     kind[node] = self._node_kind(op.line, op.args[2])
             else:
@@ -176,6 +185,8 @@ class DimacsReader:
                 if src == dst:
                     raise DimacsError(op.line, f"self-loop on node {src}")
                 self._check_values(op.line, low, cap, cost)
+                if len(op.args) == 6:
+                    self._arc_kind(op.line, op.args[5])
                 arc_rows.append((src, dst, low, cap, cost, op.args[5] if len(op.args) == 6 else 0))
                 arc_lines.append(op.line)
         if len(arc_rows) != n_arcs:
@@ -220,21 +231,26 @@ class DimacsReader:
             return alive[v] if v in alive else graph.has_node(v)
 
         def arcs_between(u: int, v: int) -> int:
-            base = 0 if (u in recreated or v in recreated) else len(graph.find_arcs(u, v))
+            fresh = u in recreated or v in recreated or not graph.has_node(u)
+            base = 0 if fresh or not graph.has_node(v) else len(graph.find_arcs(u, v))
             return base + pair_delta[(u, v)]
 
         for op in ops:
             if op.kind == "p":
                 raise DimacsError(op.line, "'p' line after the first round")
             if op.kind == "n":
-                node, _supply = op.args[0], op.args[1]
+                node = op.args[0]
                 if node <= 0:
                     raise DimacsError(op.line, f"node ids start at 1, got {node}")
+                if node >= MAX_ID:
+                    raise DimacsError(op.line, f"node id {node} exceeds the limit of {MAX_ID - 1}")
+                self._supply(op.line, op.args[1])
                 if node_alive(node):
                     raise DimacsError(op.line, f"node {node} already exists")
                 if len(op.args) == 3:
                     self._node_kind(op.line, op.args[2])
                 alive[node] = True
+                recreated.add(node)  # a new node has no arcs but this round's
             elif op.kind == "r":
                 node = op.args[0]
                 if not node_alive(node):
@@ -247,6 +263,7 @@ class DimacsReader:
             elif op.kind == "e":
                 if not node_alive(op.args[0]):
                     raise DimacsError(op.line, f"node {op.args[0]} does not exist")
+                self._supply(op.line, op.args[1])
             else:
                 src, dst, low, cap, cost = op.args[:5]
                 for end in (src, dst):
@@ -255,6 +272,8 @@ class DimacsReader:
                 if src == dst:
                     raise DimacsError(op.line, f"self-loop on node {src}")
                 self._check_values(op.line, low, cap, cost)
+                if len(op.args) >= 6:
+                    self._arc_kind(op.line, op.args[5])
                 if op.kind == "a":
                     pair_delta[(src, dst)] += 1
                 else:
@@ -301,6 +320,18 @@ class DimacsReader:
     def _node_kind(line: int, value: int) -> int:
         if value not in NodeKind._value2member_map_:
             raise DimacsError(line, f"unknown node type {value} (expected 0-3)")
+        return value
+
+    @staticmethod
+    def _supply(line: int, value: int) -> int:
+        if abs(value) > MAX_CAPACITY:
+            raise DimacsError(line, f"supply {value} exceeds the limit of {MAX_CAPACITY}")
+        return value
+
+    @staticmethod
+    def _arc_kind(line: int, value: int) -> int:
+        if not 0 <= value <= MAX_ARC_KIND:
+            raise DimacsError(line, f"arc type {value} is not within 0..{MAX_ARC_KIND}")
         return value
 
     @staticmethod

@@ -52,6 +52,10 @@ MAX_COST = 2**31 - 1
 MAX_CAPACITY = 2**40
 # An arc at this capacity is uncapacitated: a negative-cost cycle of such arcs is unbounded.
 INFINITE_CAPACITY = MAX_CAPACITY
+# Arc kinds are stored in int8; ids are dense in practice, and an explicit id far beyond the
+# ones in use would only allocate the gap, so both have a limit that names the mistake.
+MAX_ARC_KIND = 127
+MAX_ID = 2**28
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -94,6 +98,13 @@ def _index(value: SupportsIndex, what: str) -> int:
         return operator.index(value)
     except TypeError:
         raise FlowGraphError(f"{what} must be an integer, got {value!r}") from None
+
+
+def _arc_kind(kind: SupportsIndex, what: str) -> int:
+    kd = _index(kind, f"{what}: kind")
+    if not 0 <= kd <= MAX_ARC_KIND:
+        raise FlowGraphError(f"{what}: kind {kd} is not within 0..{MAX_ARC_KIND}")
+    return kd
 
 
 def _grown(array: npt.NDArray[np.generic], size: int, fill: int | bool) -> npt.NDArray[np.generic]:
@@ -427,6 +438,7 @@ class FlowGraph:
         if u == v:
             raise FlowGraphError(f"self-loop on node {u}: arcs must join two distinct nodes")
         low, cap, c = self._check_arc_values(lower, capacity, cost, f"arc {u}->{v}")
+        kd = _arc_kind(kind, f"arc {u}->{v}")
         k = self._claim_arc_id(arc)
         self._touch_arc(k)
         self._arc_alive[k] = True
@@ -435,7 +447,7 @@ class FlowGraph:
         self._low[k] = low
         self._cap[k] = cap
         self._cost[k] = c
-        self._arc_kind[k] = _index(kind, "arc kind")
+        self._arc_kind[k] = kd
         self._link(k)
         self._num_arcs += 1
         self._raw_changes += 1
@@ -481,6 +493,10 @@ class FlowGraph:
         if bad_values.any():
             i = int(np.flatnonzero(bad_values)[0])
             self._check_arc_values(low[i], cap[i], c[i], f"arc #{i} {int(s[i])}->{int(d[i])}")
+        bad_kinds = np.flatnonzero((kd < 0) | (kd > MAX_ARC_KIND))
+        if len(bad_kinds):
+            i = int(bad_kinds[0])
+            _arc_kind(int(kd[i]), f"arc #{i} {int(s[i])}->{int(d[i])}")
         first = self._arc_top
         self._ensure_arcs(first + count)
         ids = np.arange(first, first + count, dtype=np.int64)
@@ -525,7 +541,7 @@ class FlowGraph:
         cap = self._cap[k] if capacity is None else capacity
         c = self._cost[k] if cost is None else cost
         low, cap, c = self._check_arc_values(low, cap, c, f"arc {k}")
-        kd = int(self._arc_kind[k]) if kind is None else _index(kind, "arc kind")
+        kd = int(self._arc_kind[k]) if kind is None else _arc_kind(kind, f"arc {k}")
         if (low, cap, c, kd) == (self._low[k], self._cap[k], self._cost[k], self._arc_kind[k]):
             return
         self._touch_arc(k)
@@ -653,6 +669,8 @@ class FlowGraph:
             v = _index(node, "node id")
             if v <= 0:
                 raise FlowGraphError(f"node ids start at 1, got {v}")
+            if v >= MAX_ID:
+                raise FlowGraphError(f"node id {v} exceeds the limit of {MAX_ID - 1}")
             if v < self._node_top and self._node_alive[v]:
                 raise FlowGraphError(f"node {v} already exists")
             if v >= self._node_top:
@@ -673,6 +691,8 @@ class FlowGraph:
             k = _index(arc, "arc id")
             if k < 0:
                 raise FlowGraphError(f"arc ids start at 0, got {k}")
+            if k >= MAX_ID:
+                raise FlowGraphError(f"arc id {k} exceeds the limit of {MAX_ID - 1}")
             if k < self._arc_top and self._arc_alive[k]:
                 raise FlowGraphError(f"arc {k} already exists")
             if k >= self._arc_top:

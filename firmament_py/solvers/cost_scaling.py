@@ -478,6 +478,11 @@ class CostScalingSolver(FlowSolver):
             raise SolverCancelled("cost scaling was cancelled")
         if status == _STUCK:
             self._fresh = True
+            # Without global updates, infeasibility shows only as endless relabelling.
+            if not _all_excess_reaches_deficit(a, queue, settled):
+                raise InfeasibleError(
+                    "the supplies cannot be routed to the demands within capacities"
+                )
             raise SolverError("cost scaling exceeded its relabel bound (internal error)")
         if status == _INFEASIBLE:
             self._fresh = True
