@@ -12,6 +12,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from firmament_py.flow.graph import FlowGraph
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
@@ -25,6 +27,7 @@ from firmament_py.solvers import (
     make_solver,
 )
 from firmament_py.solvers.optimality import verify
+from firmament_py.solvers.race_worker import apply_delta, flow_delta
 
 
 def _alive(pid: int) -> bool:
@@ -202,3 +205,26 @@ def test_registry_rejects_unknown_names_and_options() -> None:
         make_solver("cost-scaling", alpha=1)
     with pytest.raises(ValueError, match="cannot contain another race"):
         RacingSolver(algorithms=("race", "ssp"))
+
+
+@given(
+    base=st.lists(st.integers(0, 5), max_size=40),
+    flow=st.lists(st.integers(0, 5), max_size=40),
+)
+@settings(max_examples=200, deadline=None)
+def test_flow_deltas_reproduce_the_flow(base: list[int], flow: list[int]) -> None:
+    b = np.array(base, dtype=np.int64)
+    f = np.array(flow, dtype=np.int64)
+    out = apply_delta(b, flow_delta(b, f))
+    assert np.array_equal(out[: len(f)], f)
+    assert not out[len(f) :].any()
+
+
+def test_caller_may_scribble_on_results(race: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=40, running=0.7, waiting=90, seed=9))
+    for _ in range(4):
+        result = race.solve_graph(cluster.graph)
+        verify(cluster.graph, result)
+        result.flow[:] = 7  # must not leak into the workers' bookkeeping
+        result.potentials[:] = -1
+        cluster.next_round(0.05)

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from firmament_py.flow.graph import FlowGraph
 from firmament_py.solvers.base import (
@@ -30,6 +31,8 @@ from firmament_py.solvers.base import (
     SolverError,
     UnboundedError,
 )
+
+Int64Array = npt.NDArray[np.int64]
 
 ERRORS: dict[str, type[SolverError]] = {
     "infeasible": InfeasibleError,
@@ -68,6 +71,34 @@ def make_solver_from_options(algorithm: str, options: Mapping[str, Any]) -> Flow
     return make_solver(algorithm, **options)
 
 
+FlowDelta = tuple[int, Int64Array, Int64Array]
+
+
+def flow_delta(base: Int64Array, flow: Int64Array) -> FlowDelta:
+    """What turns `base` into `flow`: (length, changed indices, their values).
+
+    Flows travel between parent and workers as deltas against the last flow both sides hold
+    for that worker: a round changes a few thousand of a million arcs.
+    """
+    length = max(len(base), len(flow))
+    old = np.zeros(length, dtype=np.int64)
+    old[: len(base)] = base
+    new = np.zeros(length, dtype=np.int64)
+    new[: len(flow)] = flow
+    changed = np.flatnonzero(old != new)
+    return length, changed, new[changed]
+
+
+def apply_delta(base: Int64Array, delta: FlowDelta) -> Int64Array:
+    """A new array: `base` with `delta` applied (the inverse of `flow_delta`)."""
+    length, changed, values = delta
+    out = np.zeros(length, dtype=np.int64)
+    keep = min(length, len(base))
+    out[:keep] = base[:keep]
+    out[changed] = values
+    return out
+
+
 def _error_kind(exc: BaseException) -> str:
     for kind, cls in ERRORS.items():
         if type(exc) is cls:
@@ -89,6 +120,7 @@ def worker_main(argv: list[str]) -> None:
     _warm_up(algorithm, options)
     solver = make_solver_from_options(algorithm, options)
     solver.use_cancel_flag(np.frombuffer(flag_map, dtype=np.int64))
+    base: Int64Array = np.zeros(0, dtype=np.int64)  # the last flow the parent knows we hold
     while True:
         try:
             message = conn.recv()
@@ -100,17 +132,22 @@ def worker_main(argv: list[str]) -> None:
                 conn.send(("ok",))
                 return
             if command == "load":
+                base = np.zeros(0, dtype=np.int64)
                 solver.load(message[1])
                 reply: tuple[Any, ...] = ("ok",)
             elif command == "apply":
                 solver.apply(message[1])
                 reply = ("ok",)
             elif command == "sync":
-                solver.sync(message[1], message[2])
+                flow = apply_delta(base, message[1])
+                solver.sync(flow, message[2])
+                base = flow
                 reply = ("ok",)
             elif command == "solve":
                 r = solver.solve()
-                reply = ("solved", r.cost, r.flow, r.potentials, r.wall_time, r.stats)
+                delta = flow_delta(base, r.flow)
+                base = r.flow
+                reply = ("solved", r.cost, delta, r.potentials, r.wall_time, r.stats)
             elif command == "crash":  # used by the tests: die without a word
                 os._exit(3)
             else:

@@ -41,7 +41,12 @@ import numpy as np
 from firmament_py.flow.changes import ChangeBatch
 from firmament_py.flow.graph import FlowGraph
 from firmament_py.solvers.base import FlowSolver, Int64Array, SolverError, SolveResult
-from firmament_py.solvers.race_worker import ERRORS, make_solver_from_options
+from firmament_py.solvers.race_worker import (
+    ERRORS,
+    apply_delta,
+    flow_delta,
+    make_solver_from_options,
+)
 
 DEFAULT_PAIR = ("relaxation", "cost-scaling")
 # Incremental relaxation answers 1%-churn rounds several times faster than from scratch
@@ -74,6 +79,8 @@ class _Worker:
     owed: deque[str] = field(default_factory=deque)  # commands whose replies are unread
     cancelled: bool = False  # its running solve was cancelled; drain before reuse
     pending_sync: tuple[Int64Array, Int64Array] | None = None  # sync once it has stopped
+    # The last flow this worker reported or was synced to; flows travel as deltas against it.
+    base: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     alive: bool = True
     feeder: threading.Thread | None = None  # still sending a restarted worker its snapshot
 
@@ -112,7 +119,7 @@ class RacingSolver(FlowSolver):
             make_solver_from_options(name, self._options[name]).close()
         json.dumps(self._options)  # options travel to the workers as JSON
         self._history: list[ChangeBatch] = []  # reset batch + later batches, for restarts
-        self._last: SolveResult | None = None
+        self._last: tuple[Int64Array, Int64Array] | None = None  # winner's flow, potentials
         self.restarts = 0
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
@@ -124,6 +131,7 @@ class RacingSolver(FlowSolver):
         self._last = None
         self._loaded = True
         for w in self._live():
+            w.base = np.zeros(0, dtype=np.int64)
             self._tell(w, ("load", snapshot))
 
     def apply(self, changes: ChangeBatch) -> None:
@@ -144,13 +152,15 @@ class RacingSolver(FlowSolver):
         return result
 
     def sync(self, flow: Int64Array, potentials: Int64Array) -> None:
+        flow = np.array(flow, dtype=np.int64)
         for w in self._live():
-            self._tell(w, ("sync", flow, potentials))
+            if self._tell(w, ("sync", flow_delta(w.base, flow), potentials)):
+                w.base = flow
 
     def potentials(self) -> Int64Array:
         if self._last is None:
             raise SolverError("no solution since the last change: solve first")
-        return self._last.potentials.copy()
+        return self._last[1].copy()
 
     def close(self) -> None:
         self._finalizer()
@@ -175,20 +185,22 @@ class RacingSolver(FlowSolver):
             # Every worker died mid-race: try once more with fresh processes, then give up.
             winner, reply, racing = self._race()
         losers = racing
-        _tag, cost, flow, potentials, solver_time, stats = reply
+        _tag, cost, delta, potentials, solver_time, stats = reply
+        flow = apply_delta(winner.base, delta)
+        winner.base = flow
         for w in losers:
             w.pending_sync = (flow, potentials)
         self._cancel_all(losers)
+        self._last = (flow, potentials)
         elapsed = time.perf_counter() - start
         result = SolveResult(
             cost=int(cost),
-            flow=flow,
-            potentials=potentials,
+            flow=flow.copy(),  # the caller's to keep; `flow` stays the workers' reference
+            potentials=potentials.copy(),
             algorithm=f"race:{winner.algorithm}",
             wall_time=elapsed,
             stats={**stats, "solver_time": float(solver_time), "restarts": float(self.restarts)},
         )
-        self._last = result
         return result
 
     def _race(self) -> tuple[_Worker, tuple[Any, ...], list[_Worker]]:
@@ -287,14 +299,17 @@ class RacingSolver(FlowSolver):
             reply = self._recv(w)
             if tag == "solve":
                 solved_anyway = reply[0] == "solved"
+                if solved_anyway:
+                    w.base = apply_delta(w.base, reply[2])
             elif reply[0] != "ok":
                 raise WorkerDiedError(f"{w.algorithm} failed on {tag}: {reply[2]}")
         w.cancel[0] = 0
         w.cancelled = False
         sync, w.pending_sync = w.pending_sync, None
         if sync is not None and not solved_anyway:
-            w.conn.send(("sync", sync[0], sync[1]))
+            w.conn.send(("sync", flow_delta(w.base, sync[0]), sync[1]))
             w.owed.append("sync")
+            w.base = sync[0]
 
     def _recv(self, w: _Worker) -> tuple[Any, ...]:
         try:
@@ -344,7 +359,9 @@ class RacingSolver(FlowSolver):
             batches = [graph.snapshot()] if graph is not None else self._history
             messages: list[tuple[Any, ...]] = [("load" if b.reset else "apply", b) for b in batches]
             if self._last is not None:
-                messages.append(("sync", self._last.flow, self._last.potentials))
+                flow, potentials = self._last
+                messages.append(("sync", flow_delta(fresh.base, flow), potentials))
+                fresh.base = flow
             messages.append(("solve",))
             fresh.owed.extend(str(m[0]) for m in messages)
             fresh.feeder = threading.Thread(
