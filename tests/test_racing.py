@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 
@@ -228,3 +229,86 @@ def test_caller_may_scribble_on_results(race: RacingSolver) -> None:
         result.flow[:] = 7  # must not leak into the workers' bookkeeping
         result.potentials[:] = -1
         cluster.next_round(0.05)
+
+
+# ---------------------------------------------------------------------- deterministic races
+# Two stallers take turns: on each solve one waits to be cancelled, so the other wins, and the
+# loser must be re-synced from the winner before it wins the next round from that state.
+
+STALLERS = ("tests.stalling_solver:StallEven", "tests.stalling_solver:StallOdd")
+
+
+@pytest.fixture
+def turns() -> Iterator[RacingSolver]:
+    solver = RacingSolver(algorithms=STALLERS)
+    yield solver
+    solver.close()
+
+
+def _winner(result_algorithm: str) -> str:
+    return result_algorithm.removeprefix("race:")
+
+
+def test_losers_are_cancelled_and_resynced_every_round(turns: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=40, running=0.7, waiting=80, seed=11))
+    winners = []
+    for _ in range(6):
+        result = turns.solve_graph(cluster.graph)
+        verify(cluster.graph, result)
+        assert result.cost == SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy()).cost
+        winners.append(_winner(result.algorithm))
+        cluster.observe(result.flow)
+        cluster.next_round(0.05)
+    assert winners == [STALLERS[1], STALLERS[0]] * 3
+
+
+def test_load_after_a_cancelled_solve_starts_from_the_new_graph(turns: RacingSolver) -> None:
+    # Regression: a worker cancelled in one graph's race used to be synced to that graph's
+    # flow after the next load, so the parent's and the worker's flow bases disagreed.
+    for seed in range(4):
+        cluster = ClusterGraph(ClusterSpec(machines=20 + 5 * seed, running=0.6, waiting=40))
+        turns.load(cluster.graph.snapshot())
+        cluster.graph.discard_changes()
+        first = turns.solve()
+        verify(cluster.graph, first)
+        cluster.observe(first.flow)
+        cluster.next_round(0.1)
+        turns.apply(cluster.graph.take_changes())
+        second = turns.solve()
+        verify(cluster.graph, second)
+
+
+def test_explicit_sync_after_a_cancelled_solve(turns: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=12))
+    first = turns.solve_graph(cluster.graph)
+    turns.sync(first.flow, first.potentials)  # the cancelled loser settles before this
+    cluster.next_round(0.1)
+    result = turns.solve_graph(cluster.graph)
+    verify(cluster.graph, result)
+    assert result.cost == SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy()).cost
+
+
+def test_worker_killed_while_it_stalls_mid_race(turns: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=13))
+    turns.solve_graph(cluster.graph)  # StallEven stalled and lost; StallOdd stalls next
+    pid_of = dict(zip(STALLERS, turns.worker_pids, strict=True))
+    killer = threading.Timer(0.3, os.kill, (pid_of[STALLERS[1]], signal.SIGKILL))
+    killer.start()
+    cluster.next_round(0.05)
+    result = turns.solve_graph(cluster.graph)  # StallEven wins while StallOdd is killed
+    killer.join()
+    verify(cluster.graph, result)
+    assert _wait_dead([pid_of[STALLERS[1]]])
+    cluster.next_round(0.05)
+    result = turns.solve_graph(cluster.graph)  # the replacement is loaded from a snapshot
+    verify(cluster.graph, result)
+    assert turns.restarts == 1
+
+
+def test_registry_imports_solvers_by_path() -> None:
+    solver = make_solver("tests.stalling_solver:StallOdd")
+    assert isinstance(solver, SuccessiveShortestPathSolver)
+    with pytest.raises(ValueError, match="cannot import"):
+        make_solver("no_such_module:Solver")
+    with pytest.raises(ValueError, match="not a FlowSolver subclass"):
+        make_solver("tests.stalling_solver:STALL_SECONDS")

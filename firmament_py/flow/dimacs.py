@@ -417,6 +417,14 @@ def write_dimacs_changes(batch: ChangeBatch, out: TextIO, *, sink: int | None = 
                 f"x {row[ARC_SRC]} {row[ARC_DST]} 0 0 {row[ARC_COST]} {row[ARC_KIND]} "
                 f"{row[ARC_OLD_COST]}\n"
             )
+        elif row[ARC_LOW] == 0 and row[ARC_CAP] == 0:
+            # Firmament reads `x ... 0 0` as a removal, so an arc that stays with no capacity
+            # is removed and added again: readers keep it, and later rounds can change it.
+            out.write(
+                f"x {row[ARC_SRC]} {row[ARC_DST]} 0 0 {row[ARC_COST]} {row[ARC_KIND]} "
+                f"{row[ARC_OLD_COST]}\n"
+                f"a {row[ARC_SRC]} {row[ARC_DST]} 0 0 {row[ARC_COST]} {row[ARC_KIND]}\n"
+            )
         else:
             out.write(
                 f"x {row[ARC_SRC]} {row[ARC_DST]} {row[ARC_LOW]} {row[ARC_CAP]} {row[ARC_COST]} "

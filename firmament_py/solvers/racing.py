@@ -13,7 +13,7 @@ applying a batch before sending the next command), and a cancelled loser's reply
 when the parent next needs that worker. The parent never sends a large message to a worker whose
 large reply it has not read yet, so the two cannot block each other on full pipes.
 
-No orphans: workers are daemonic, ask the kernel to kill them when the parent dies
+No orphans: workers ask the kernel to kill them when the parent dies
 (PR_SET_PDEATHSIG on Linux), and exit when their pipe reaches end of file.
 """
 
@@ -131,7 +131,6 @@ class RacingSolver(FlowSolver):
         self._last = None
         self._loaded = True
         for w in self._live():
-            w.base = np.zeros(0, dtype=np.int64)
             self._tell(w, ("load", snapshot))
 
     def apply(self, changes: ChangeBatch) -> None:
@@ -154,8 +153,7 @@ class RacingSolver(FlowSolver):
     def sync(self, flow: Int64Array, potentials: Int64Array) -> None:
         flow = np.array(flow, dtype=np.int64)
         for w in self._live():
-            if self._tell(w, ("sync", flow_delta(w.base, flow), potentials)):
-                w.base = flow
+            self._tell(w, ("sync", flow, potentials))
 
     def potentials(self) -> Int64Array:
         if self._last is None:
@@ -205,6 +203,12 @@ class RacingSolver(FlowSolver):
 
     def _race(self) -> tuple[_Worker, tuple[Any, ...], list[_Worker]]:
         """Ask every live worker to solve; return the winner, its reply, and the others."""
+        restartable = self._bound_graph() is not None or bool(self._history)
+        if not restartable and any(not w.alive for w in self._workers):
+            raise SolverError(
+                "a race worker died and the graph the race was bound to is gone: "
+                "load a snapshot (or solve_graph a graph) before solving again"
+            )
         racing = [w for w in self._live() if self._tell(w, ("solve",))]
         # Replace dead workers while the live ones already solve; the new ones join the race.
         racing += self._restart_dead()
@@ -276,19 +280,33 @@ class RacingSolver(FlowSolver):
         return True
 
     def _send(self, w: _Worker, message: tuple[Any, ...]) -> None:
-        """Send a command, first settling a cancelled solve and its deferred sync."""
+        """Send a command, first settling a cancelled solve and its deferred sync.
+
+        `w.base` (the flow both sides hold for this worker) must move in the order the worker
+        sees its messages, so it is read only after the earlier replies are settled: a `sync`
+        message carries a whole flow and leaves as a delta against the base, a `load` resets
+        the base.
+        """
         if w.feeder is not None:
             w.feeder.join()
             w.feeder = None
+        command = message[0]
         try:
             if w.cancelled:
-                self._settle(w)
+                # A load replaces the graph: the winner's flow of the old one is no use.
+                self._settle(w, resync=command != "load")
+            if command == "sync":
+                flow = message[1]
+                message = ("sync", flow_delta(w.base, flow), message[2])
+                w.base = flow
+            elif command == "load":
+                w.base = np.zeros(0, dtype=np.int64)
             w.conn.send(message)
         except (BrokenPipeError, EOFError, OSError) as exc:
             raise WorkerDiedError(w.algorithm) from exc
-        w.owed.append(str(message[0]))
+        w.owed.append(str(command))
 
-    def _settle(self, w: _Worker) -> None:
+    def _settle(self, w: _Worker, *, resync: bool = True) -> None:
         """Wait for a cancelled worker to stop, then give it the winner's solution."""
         deadline = time.monotonic() + _CANCEL_GRACE_SECONDS
         solved_anyway = False
@@ -306,7 +324,7 @@ class RacingSolver(FlowSolver):
         w.cancel[0] = 0
         w.cancelled = False
         sync, w.pending_sync = w.pending_sync, None
-        if sync is not None and not solved_anyway:
+        if sync is not None and resync and not solved_anyway:
             w.conn.send(("sync", flow_delta(w.base, sync[0]), sync[1]))
             w.owed.append("sync")
             w.base = sync[0]
@@ -357,6 +375,7 @@ class RacingSolver(FlowSolver):
                 continue
             graph = self._bound_graph()
             batches = [graph.snapshot()] if graph is not None else self._history
+
             messages: list[tuple[Any, ...]] = [("load" if b.reset else "apply", b) for b in batches]
             if self._last is not None:
                 flow, potentials = self._last

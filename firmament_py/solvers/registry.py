@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -28,14 +29,35 @@ def solver_names() -> list[str]:
 
 
 def make_solver(name: str, **options: Any) -> FlowSolver:
-    """Build the solver called `name` (or an alias) with constructor `options`."""
+    """Build the solver called `name` (or an alias) with constructor `options`.
+
+    A name of the form `package.module:ClassName` imports a `FlowSolver` subclass from
+    anywhere, so that a race can hold third-party solvers (its workers import it by name).
+    """
     key = ALIASES.get(name, name)
-    if key not in SOLVERS:
+    if ":" in key:
+        factory = _import_solver(key)
+    elif key in SOLVERS:
+        factory = SOLVERS[key]
+    else:
         known = ", ".join(solver_names())
-        raise ValueError(f"unknown solver {name!r}; known solvers: {known}")
-    factory = SOLVERS[key]
+        raise ValueError(
+            f"unknown solver {name!r}; known solvers: {known}, or 'package.module:ClassName'"
+        )
     try:
         inspect.signature(factory).bind(**options)
     except TypeError as exc:
         raise ValueError(f"bad options for solver {key!r}: {exc}") from exc
     return factory(**options)
+
+
+def _import_solver(path: str) -> Callable[..., FlowSolver]:
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"solver {path!r}: cannot import {module_name!r} ({exc})") from exc
+    factory = getattr(module, attr, None)
+    if not (isinstance(factory, type) and issubclass(factory, FlowSolver)):
+        raise ValueError(f"solver {path!r}: {attr!r} is not a FlowSolver subclass")
+    return factory

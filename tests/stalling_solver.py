@@ -1,0 +1,53 @@
+"""A test-only solver that stalls on chosen solves until it is cancelled (racing tests).
+
+Races between two of these are deterministic: on a round where one stalls, the other wins and
+the staller is cancelled and must be re-synced from the winner's flow.
+"""
+
+from __future__ import annotations
+
+import time
+
+from firmament_py.solvers import SolverCancelled, SuccessiveShortestPathSolver
+from firmament_py.solvers.base import Int64Array
+
+STALL_SECONDS = 60.0
+
+
+class _Staller(SuccessiveShortestPathSolver):
+    """Successive shortest path that, on solves whose parity is `stall_parity`, waits to be
+    cancelled before doing anything."""
+
+    stall_parity = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._solves = 0
+        self._racing = False  # a worker's warm-up solver is never raced: it must not stall
+
+    def use_cancel_flag(self, flag: Int64Array) -> None:
+        super().use_cancel_flag(flag)
+        self._racing = True
+
+    def _run(self) -> dict[str, float]:
+        count = self._solves
+        self._solves += 1
+        if self._racing and count % 2 == self.stall_parity:
+            deadline = time.monotonic() + STALL_SECONDS
+            while time.monotonic() < deadline:
+                if self.cancel_flag()[0]:
+                    raise SolverCancelled("stalled until cancelled")
+                time.sleep(0.001)
+        return super()._run()
+
+
+class StallEven(_Staller):
+    """Stalls on its 1st, 3rd, 5th... solve."""
+
+    stall_parity = 0
+
+
+class StallOdd(_Staller):
+    """Stalls on its 2nd, 4th, 6th... solve."""
+
+    stall_parity = 1
