@@ -12,14 +12,20 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import click
 from rich.console import Console
 from rich.table import Table
 
 from firmament_py import __version__
-from firmament_py.flow.dimacs import DimacsError, DimacsReader, write_dimacs, write_dimacs_changes
+from firmament_py.flow.dimacs import (
+    DimacsError,
+    DimacsReader,
+    decode_lines,
+    write_dimacs,
+    write_dimacs_changes,
+)
 from firmament_py.flow.graph import FlowGraphError
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import SolverError, make_solver
@@ -35,7 +41,8 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("source", type=click.File("r"), default="-")
+# Binary, so that `decode_lines` can name a line that is not UTF-8 text.
+@click.argument("source", type=click.File("rb"), default="-")
 @click.option(
     "--algorithm",
     "-a",
@@ -52,7 +59,7 @@ def main() -> None:
     help="Check every answer independently (bounds, conservation, reduced costs).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No summary table on stderr.")
-def solve(source: TextIO, algorithm: str, flows: bool, check: bool, quiet: bool) -> None:
+def solve(source: BinaryIO, algorithm: str, flows: bool, check: bool, quiet: bool) -> None:
     """Solve the min-cost flow problem(s) in SOURCE (a DIMACS file or '-' for stdin).
 
     SOURCE may hold several rounds: a whole problem, then Firmament-style incremental changes,
@@ -61,11 +68,14 @@ def solve(source: TextIO, algorithm: str, flows: bool, check: bool, quiet: bool)
     out = sys.stdout
     err = Console(stderr=True)
     solver = make_solver(algorithm)
-    reader = DimacsReader(source)
+    name = getattr(source, "name", "<stdin>")  # test runners' stdin streams have no name
+    reader = DimacsReader(decode_lines(source))
     rows: list[tuple[int, int, int, int, float, float, str]] = []
+    current = 1  # the round being read or solved, for error messages
     try:
         read_start = time.perf_counter()
         for graph in reader.rounds():
+            current = reader.rounds_read
             read_time = time.perf_counter() - read_start
             result = solver.solve_graph(graph)
             if check:
@@ -100,15 +110,16 @@ def solve(source: TextIO, algorithm: str, flows: bool, check: bool, quiet: bool)
                     result.algorithm,
                 )
             )
+            current = reader.rounds_read + 1
             read_start = time.perf_counter()
     except DimacsError as exc:
-        raise click.ClickException(f"{source.name}: {exc}") from exc
+        raise click.ClickException(f"{name}: {exc}") from exc
     except (SolverError, FlowGraphError, OptimalityError) as exc:
-        raise click.ClickException(f"round {reader.rounds_read + 1}: {exc}") from exc
+        raise click.ClickException(f"round {current}: {exc}") from exc
     finally:
         solver.close()
     if not rows:
-        raise click.ClickException(f"{source.name}: no problem in the input")
+        raise click.ClickException(f"{name}: no problem in the input")
     if not quiet:
         err.print(_summary(rows))
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
 from firmament_py.cli import main
 from firmament_py.flow.dimacs import DimacsReader
@@ -89,3 +90,86 @@ def test_graphgen_rejects_bad_arguments() -> None:
     result = CliRunner().invoke(main, ["graphgen", "--utilization", "1.5"])
     assert result.exit_code == 2
     assert "utilization" in result.output
+
+
+def _clean_failure(result: Result) -> str:
+    """The one-line message of a failed command that exited cleanly (no traceback)."""
+    assert result.exit_code == 1, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("Error: ")]
+    return line
+
+
+def test_solve_reads_a_file_given_by_path(stream: str, tmp_path: Path) -> None:
+    path = tmp_path / "rounds.dimacs"
+    path.write_text(stream)
+    from_file = CliRunner().invoke(main, ["solve", str(path), "-a", "ssp", "-q"])
+    from_stdin = CliRunner().invoke(main, ["solve", "-", "-a", "ssp", "-q"], input=stream)
+    assert from_file.exit_code == 0, from_file.output
+    assert _costs(from_file.output) == _costs(from_stdin.output)
+    assert len(_costs(from_file.output)) == 5
+    broken = tmp_path / "broken.dimacs"
+    broken.write_text("p min 2 1\nn 1 1\nn 2 -1\na 1 2 0 1\n")
+    line = _clean_failure(CliRunner().invoke(main, ["solve", str(broken), "-q"]))
+    assert f"{broken}: line 4" in line
+
+
+def test_graphgen_load_spreading_streams_solve_optimally() -> None:
+    args = ["--machines", "20", "--new-tasks", "30", "--rounds", "2", "--seed", "3"]
+    spread = CliRunner().invoke(main, ["graphgen", "--shape", "load-spreading", *args])
+    quincy = CliRunner().invoke(main, ["graphgen", "--shape", "quincy", *args])
+    assert spread.exit_code == quincy.exit_code == 0
+    assert spread.output != quincy.output
+    expected = [
+        SuccessiveShortestPathSolver().solve_graph(g.copy()).cost
+        for g in DimacsReader(spread.output.splitlines()).rounds()
+    ]
+    assert len(expected) == 3
+    result = CliRunner().invoke(
+        main, ["solve", "-", "-a", "cost-scaling", "--verify", "-q"], input=spread.output
+    )
+    assert result.exit_code == 0, result.output
+    assert _costs(result.output) == expected
+
+
+def test_errors_name_the_round_being_solved() -> None:
+    first = "p min 2 1\nn 1 5\nn 2 -5\na 1 2 0 3 1\n"
+    assert _clean_failure(CliRunner().invoke(main, ["solve", "-q"], input=first)).startswith(
+        "Error: round 1: "
+    )
+    second = "p min 2 1\nn 1 1\nn 2 -1\na 1 2 0 3 1\nc EOI\ne 1 5\ne 2 -5\nc EOI\n"
+    result = CliRunner().invoke(main, ["solve", "-", "-a", "ssp", "-q"], input=second)
+    assert _clean_failure(result).startswith("Error: round 2: ")
+    assert _costs(result.output) == [1]
+
+
+def test_flows_are_printed_for_every_round(stream: str) -> None:
+    graphs = [g.copy() for g in DimacsReader(stream.splitlines()).rounds()]
+    result = CliRunner().invoke(main, ["solve", "-", "-a", "relax", "--flows", "-q"], input=stream)
+    assert result.exit_code == 0, result.output
+    answers = result.output.split("c EOI\n")[:-1]
+    assert len(answers) == len(graphs) == 5
+    for graph, answer in zip(graphs, answers, strict=True):
+        flows = re.findall(r"^f (\d+) (\d+) (\d+)$", answer, flags=re.MULTILINE)
+        assert flows
+        net = {v: graph.supply(v) for v in graph.node_ids().tolist()}
+        for src, dst, f in flows:
+            assert graph.find_arcs(int(src), int(dst)), "a flow on an arc of this round"
+            net[int(src)] -= int(f)
+            net[int(dst)] += int(f)
+        assert all(v == 0 for v in net.values())
+
+
+def test_input_that_is_not_utf8_is_a_one_line_error() -> None:
+    data = b"p min 2 1\nn 1 1\nn 2 -1 \xff\xfe\na 1 2 0 1 1\n"
+    result = CliRunner().invoke(main, ["solve", "-", "-a", "ssp", "-q"], input=data)
+    line = _clean_failure(result)
+    assert "line 3: not UTF-8 text (byte 0xff at column 8)" in line
+
+
+def test_a_cost_beyond_64_bits_is_a_one_line_error() -> None:
+    big = 2**40
+    problem = f"p min 2 1\nn 1 {big}\nn 2 -{big}\na 1 2 0 {big} 2000000000\n"
+    result = CliRunner().invoke(main, ["solve", "-", "-a", "ssp", "-q"], input=problem)
+    assert "round 1: the optimal flow's cost does not fit in 64 bits" in _clean_failure(result)

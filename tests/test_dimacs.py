@@ -20,6 +20,7 @@ Covered:
 from __future__ import annotations
 
 import io
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,12 +30,13 @@ from firmament_py.flow.dimacs import (
     DimacsError,
     DimacsReader,
     balance_sink,
+    decode_lines,
     read_dimacs,
     write_dimacs,
     write_dimacs_changes,
     write_flows,
 )
-from firmament_py.flow.graph import FlowGraph, NodeKind
+from firmament_py.flow.graph import MAX_ID, FlowGraph, NodeKind
 
 from .conftest import GraphSpec, graph_specs, graph_state
 
@@ -476,3 +478,42 @@ def test_error_in_a_later_round_after_good_rounds_keeps_the_last_good_graph() ->
     assert reader.graph is not None
     assert state(reader.graph) == seen[-1]
     assert reader.graph.has_node(5)
+
+
+# ====================================================================== size and encoding
+
+
+def test_a_huge_declared_node_count_costs_only_what_the_lines_mention() -> None:
+    # Building used to allocate arrays for every declared id and free the unmentioned ones one
+    # by one in Python: for 10**8 ids, gigabytes and minutes.
+    text = "p min 100000000 2\nn 1 1\nn 99 -1 3\na 1 7 0 1 2\na 7 99 0 1 3\n"
+    tracemalloc.start()
+    try:
+        g = read_dimacs(lines(text))
+        _size, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000
+    assert g.node_ids().tolist() == [1, 7, 99]
+    assert g.node_id_bound == 100  # ids above the largest mentioned one are not allocated
+    assert g.add_node() == 2  # unmentioned ids below it are free
+    with pytest.raises(DimacsError, match=f"below {MAX_ID}") as info:
+        read_dimacs(lines(f"c too many\np min {MAX_ID} 0\n"))
+    assert info.value.line == 2
+
+
+def test_later_rounds_accept_n_and_a_lines_without_a_type() -> None:
+    # Firmament always writes the type; docs/solvers.md documents that a missing one means 0.
+    *_, last = DimacsReader(lines(BASE + "n 6 0\na 6 4 0 1 3\nc EOI\n")).rounds()
+    assert last.node_kind(6) is NodeKind.OTHER
+    (arc,) = last.find_arcs(6, 4)
+    assert last.arc_kind(arc) == 0
+
+
+def test_decode_lines_names_the_line_that_is_not_utf8() -> None:
+    raw = [b"p min 2 1\n", b"n 1 1\n", b"n 2 -1 \xff\n", b"a 1 2 0 1 1\n"]
+    with pytest.raises(DimacsError, match=r"not UTF-8 text \(byte 0xff at column 8\)") as info:
+        read_dimacs(decode_lines(raw))
+    assert info.value.line == 3
+    g = read_dimacs(decode_lines([b"p min 2 1\r\n", b"n 1 1\n", b"n 2 -1\n", b"a 1 2 0 1 1"]))
+    assert g.num_arcs == 1

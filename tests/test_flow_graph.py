@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -832,3 +833,100 @@ def test_random_mutations_replay_exactly(data: st.DataObject) -> None:
         c.remove_node(live[0])
         g.apply(c.take_changes())
         assert graph_state(g) == graph_state(c)
+
+
+# ====================================================================== replaying bad batches
+
+
+def _rows(*rows: tuple[int, ...]) -> npt.NDArray[np.int64]:
+    table = np.zeros((len(rows), ROW_WIDTH), dtype=np.int64)
+    for i, r in enumerate(rows):
+        table[i, : len(r)] = r
+    return table
+
+
+RN, RA, AN, SS, AA, CA = (int(op) for op in ChangeOp)
+
+# Batches whose first rows are fine and whose later row is not: replayed row by row they used
+# to leave the first rows applied.
+HALF_GOOD_BATCHES: list[tuple[str, ChangeBatch, str]] = [
+    (
+        "add node, change missing arc",
+        ChangeBatch(_rows((AN, 6, 1), (CA, 42, 1, 2, 0, 1, 0))),
+        "row 1 .change_arc, arc 42.: arc 42 does not exist",
+    ),
+    (
+        "add node, remove arc (out of order)",
+        ChangeBatch(_rows((AN, 6, 1), (RA, 42))),
+        "row 1 .remove_arc, arc 42.: comes after row 0",
+    ),
+    (
+        "remove node, arc from it",
+        ChangeBatch(_rows((RN, 1), (AA, 7, 1, 2, 0, 1, 0))),
+        "row 1 .add_arc, arc 7.: arc source 1 does not exist",
+    ),
+    (
+        "supply, negative node",
+        ChangeBatch(_rows((RN, 3), (AN, -1, 0))),
+        "row 1 .add_node, node -1.: node id -1 is not within",
+    ),
+    (
+        "arcs, bad last cost",
+        ChangeBatch(_rows((AA, 7, 1, 2, 0, 1, 0), (AA, 8, 2, 1, 0, 1, -(2**63)))),
+        "row 1 .add_arc, arc 8.: arc 8: cost",
+    ),
+    (
+        "reset with a dangling arc",
+        ChangeBatch(_rows((AN, 1, 0), (AN, 2, 0), (AA, 0, 1, 3, 0, 1, 0)), reset=True),
+        "row 2 .add_arc, arc 0.: arc destination 3 is not among",
+    ),
+    (
+        "reset with a node twice",
+        ChangeBatch(_rows((AN, 1, 0), (AN, 1, 0)), reset=True),
+        "row 1 .add_node, node 1.: the id is taken by row 0",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [c[1:] for c in HALF_GOOD_BATCHES],
+    ids=[c[0] for c in HALF_GOOD_BATCHES],
+)
+def test_a_failing_batch_leaves_the_graph_and_its_log_as_they_were(
+    bad: ChangeBatch, message: str
+) -> None:
+    g = _graph_with_history()
+    twin = _graph_with_history()
+    before = _fingerprint(g)
+    with pytest.raises(FlowGraphError, match=message):
+        g.apply(bad)
+    assert _fingerprint(g) == before
+    assert np.array_equal(g.take_changes().rows, twin.take_changes().rows)
+    assert g.add_node() == twin.add_node()  # the free lists are untouched too
+    assert g.add_arc(1, 2, capacity=1, cost=0) == twin.add_arc(1, 2, capacity=1, cost=0)
+
+
+def test_add_nodes_with_ids_frees_the_gaps_and_checks_everything_first() -> None:
+    g = FlowGraph()
+    g.add_node()  # node 1
+    g.add_nodes_with_ids([7, 4], supply=[2, -2], kind=[NodeKind.TASK, NodeKind.SINK])
+    assert g.node_ids().tolist() == [1, 4, 7]
+    assert (g.supply(7), g.node_kind(4)) == (2, NodeKind.SINK)
+    assert g.node_id_bound == 8
+    assert [g.add_node() for _ in range(5)] == [2, 3, 5, 6, 8]  # gaps first, lowest first
+    before = _fingerprint(g)
+    for ids, message in (([9, 9], "given twice"), ([9, 4], "node 4 already exists"), ([0], "1..")):
+        with pytest.raises(FlowGraphError, match=message):
+            g.add_nodes_with_ids(ids)
+        assert _fingerprint(g) == before
+
+
+def test_bulk_additions_reject_the_most_negative_int64() -> None:
+    # np.abs(-2**63) is still negative, so a magnitude check must not rely on it.
+    g = small_graph()
+    with pytest.raises(FlowGraphError, match="cost"):
+        g.add_arcs([1], [2], capacity=1, cost=-(2**63))
+    with pytest.raises(FlowGraphError, match="supply"):
+        g.add_nodes(1, supply=-(2**63))
+    assert graph_state(g) == graph_state(small_graph())

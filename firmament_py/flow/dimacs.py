@@ -9,12 +9,16 @@ The first round is a whole problem in DIMACS `min` format:
 
 Later rounds change the graph, as Firmament's scheduler writes them to its solver:
 
-    n ID SUPPLY TYPE             add a node (the id must be free)
+    n ID SUPPLY [TYPE]           add a node (the id must be free)
     r ID                         remove a node and its arcs
-    a SRC DST LOW CAP COST TYPE  add an arc
+    a SRC DST LOW CAP COST [TYPE]
+                                 add an arc
     x SRC DST LOW CAP COST TYPE OLD_COST
                                  change the arc from SRC to DST; LOW = CAP = 0 removes it
     e ID SUPPLY                  set a node's supply (our extension; Firmament never emits it)
+
+Firmament always writes TYPE on `n` and `a` lines; we also accept it missing (type 0), in every
+round, as plain DIMACS does.
 
 After each later round the node of type 3 (the sink), if there is exactly one, takes the supply
 that balances the graph: Firmament adjusts the sink's demand implicitly when tasks come and go.
@@ -152,6 +156,12 @@ class DimacsReader:
     # ------------------------------------------------------------------ first round
 
     def _build(self, ops: list[_Op]) -> FlowGraph:
+        """The first round: a whole problem. Work follows the lines, not the declared count.
+
+        Only ids that some line mentions become nodes; the others stay free (an isolated node of
+        supply 0 carries nothing, and a graph written with gaps in its ids reads back with the
+        same live nodes). So `p min 100000000 2` with two arcs builds a graph of a few nodes.
+        """
         if not ops or ops[0].kind != "p":
             raise DimacsError(ops[0].line if ops else self._line_no, "missing 'p min' line")
         n_nodes, n_arcs = ops[0].args
@@ -159,11 +169,8 @@ class DimacsReader:
             raise DimacsError(ops[0].line, "node and arc counts must be non-negative")
         if n_nodes >= MAX_ID or n_arcs >= MAX_ID:
             raise DimacsError(ops[0].line, f"node and arc counts must be below {MAX_ID}")
-        supply = np.zeros(n_nodes + 1, dtype=np.int64)
-        kind = np.zeros(n_nodes + 1, dtype=np.int8)
-        seen = np.zeros(n_nodes + 1, dtype=np.bool_)
+        described: dict[int, tuple[int, int]] = {}  # node -> (supply, kind), from 'n' lines
         arc_rows: list[tuple[int, ...]] = []
-        arc_lines: list[int] = []
         for op in ops[1:]:
             if op.kind == "p":
                 raise DimacsError(op.line, "second 'p' line")
@@ -171,12 +178,10 @@ class DimacsReader:
                 node = op.args[0]
                 if not 1 <= node <= n_nodes:
                     raise DimacsError(op.line, f"node {node} is outside 1..{n_nodes}")
-                if seen[node]:
+                if node in described:
                     raise DimacsError(op.line, f"node {node} is described twice")
-                seen[node] = True
-                supply[node] = self._supply(op.line, op.args[1])
-                if len(op.args) == 3:
-                    kind[node] = self._node_kind(op.line, op.args[2])
+                kind = self._node_kind(op.line, op.args[2]) if len(op.args) == 3 else 0
+                described[node] = (self._supply(op.line, op.args[1]), kind)
             else:
                 src, dst, low, cap, cost = op.args[:5]
                 for end in (src, dst):
@@ -185,19 +190,28 @@ class DimacsReader:
                 if src == dst:
                     raise DimacsError(op.line, f"self-loop on node {src}")
                 self._check_values(op.line, low, cap, cost)
-                if len(op.args) == 6:
-                    self._arc_kind(op.line, op.args[5])
-                arc_rows.append((src, dst, low, cap, cost, op.args[5] if len(op.args) == 6 else 0))
-                arc_lines.append(op.line)
+                kind = self._arc_kind(op.line, op.args[5]) if len(op.args) == 6 else 0
+                arc_rows.append((src, dst, low, cap, cost, kind))
         if len(arc_rows) != n_arcs:
             raise DimacsError(
                 ops[0].line, f"'p' line declares {n_arcs} arcs, found {len(arc_rows)}"
             )
-        if int(supply.sum()) != 0:
-            raise DimacsError(ops[0].line, f"supplies sum to {int(supply.sum())}, not 0")
-        graph = FlowGraph(node_hint=n_nodes, arc_hint=max(1, n_arcs))
-        graph.add_nodes(n_nodes, supply[1:], kind[1:])
+        total = sum(supply for supply, _kind in described.values())  # exact: Python ints
+        if total != 0:
+            raise DimacsError(ops[0].line, f"supplies sum to {total}, not 0")
         table = np.asarray(arc_rows, dtype=np.int64).reshape(-1, 6)
+        with_lines = np.fromiter(described, dtype=np.int64, count=len(described))
+        nodes = np.unique(np.concatenate([with_lines, table[:, 0], table[:, 1]]))
+        supplies = np.zeros(len(nodes), dtype=np.int64)
+        kinds = np.zeros(len(nodes), dtype=np.int64)
+        if described:
+            at = np.searchsorted(nodes, with_lines)
+            values = np.asarray(list(described.values()), dtype=np.int64)
+            supplies[at] = values[:, 0]
+            kinds[at] = values[:, 1]
+        top = int(nodes[-1]) if len(nodes) else 0
+        graph = FlowGraph(node_hint=top, arc_hint=max(1, n_arcs))
+        graph.add_nodes_with_ids(nodes, supplies, kinds)
         if len(table):
             graph.add_arcs(
                 table[:, 0],
@@ -207,13 +221,6 @@ class DimacsReader:
                 cost=table[:, 4],
                 kind=table[:, 5],
             )
-        # Ids that no line mentions stay free: an isolated node of supply 0 carries nothing, and
-        # a graph written with gaps in its ids reads back with the same live nodes.
-        mentioned = seen.copy()
-        mentioned[table[:, 0]] = True
-        mentioned[table[:, 1]] = True
-        for node in (np.flatnonzero(~mentioned[1:]) + 1).tolist():
-            graph.remove_node(node)
         graph.discard_changes()
         return graph
 
@@ -352,6 +359,23 @@ def balance_sink(graph: FlowGraph) -> bool:
     others = graph.total_supply() - graph.supply(sink)
     graph.set_supply(sink, -others)
     return True
+
+
+def decode_lines(stream: Iterable[bytes]) -> Iterator[str]:
+    """The lines of a binary stream as text, for `DimacsReader`.
+
+    DIMACS is ASCII; a line that is not UTF-8 (a binary file, a wrong encoding) raises
+    `DimacsError` naming that line and column, which a text-mode file cannot do: it decodes
+    ahead in blocks and reports no line at all.
+    """
+    for number, raw in enumerate(stream, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            byte = raw[exc.start]
+            raise DimacsError(
+                number, f"not UTF-8 text (byte 0x{byte:02x} at column {exc.start + 1})"
+            ) from None
 
 
 def read_dimacs(stream: Iterable[str]) -> FlowGraph:

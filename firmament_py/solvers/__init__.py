@@ -8,6 +8,7 @@ from firmament_py.solvers.base import (
     SolveResult,
     UnboundedError,
 )
+from firmament_py.solvers.batch_check import BatchError
 from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.racing import RacingSolver
 from firmament_py.solvers.registry import make_solver, solver_names
@@ -15,6 +16,7 @@ from firmament_py.solvers.relaxation import RelaxationSolver
 from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
 
 __all__ = [
+    "BatchError",
     "CostScalingSolver",
     "FlowSolver",
     "InfeasibleError",

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from firmament_py.flow.changes import ChangeBatch
 from firmament_py.flow.graph import FlowGraph
 from firmament_py.solvers import kernels
+from firmament_py.solvers.batch_check import check_batch, check_snapshot
 from firmament_py.solvers.network import ResidualNetwork, excess_summary
 
 Int64Array = npt.NDArray[np.int64]
@@ -71,18 +72,28 @@ class FlowSolver(ABC):
     # ------------------------------------------------------------------ life cycle
 
     def load(self, snapshot: ChangeBatch) -> None:
-        """Forget everything and take the graph a reset batch describes."""
+        """Forget everything and take the graph a reset batch describes.
+
+        A bad snapshot raises `BatchError` (a `ValueError`) and leaves the solver as it was.
+        """
+        check_snapshot(snapshot)
         self.network.load(snapshot)
         self._loaded = True
         self._after_load()
 
     def apply(self, changes: ChangeBatch) -> None:
-        """Take one round of graph changes; the next solve starts from the previous solution."""
+        """Take one round of graph changes; the next solve starts from the previous solution.
+
+        The batch is checked against the network first (the compiled code that applies it
+        trusts it): one that does not fit raises `BatchError` naming its first bad row, and
+        nothing is applied.
+        """
         if changes.reset:
             self.load(changes)
             return
         if not self._loaded:
             raise SolverError("apply() before load(): give the solver a snapshot first")
+        check_batch(self.network, changes)
         self._before_changes(changes)
         self.network.apply(changes)
 
@@ -96,8 +107,14 @@ class FlowSolver(ABC):
         stats = self._run()
         self.network.clear_work()
         elapsed = time.perf_counter() - start
+        try:
+            cost = self.network.cost()
+        except OverflowError:
+            raise SolverError(
+                "the optimal flow's cost does not fit in 64 bits (costs times flows are too large)"
+            ) from None
         return SolveResult(
-            cost=self.network.cost(),
+            cost=cost,
             flow=self.network.flows(),
             potentials=self.potentials(),
             algorithm=self.algorithm,

@@ -41,6 +41,7 @@ import numpy as np
 from firmament_py.flow.changes import ChangeBatch
 from firmament_py.flow.graph import FlowGraph
 from firmament_py.solvers.base import FlowSolver, Int64Array, SolverError, SolveResult
+from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.race_worker import (
     ERRORS,
     apply_delta,
@@ -118,6 +119,7 @@ class RacingSolver(FlowSolver):
         for name in algorithms:  # fail here, not in a worker, on unknown names or options
             make_solver_from_options(name, self._options[name]).close()
         json.dumps(self._options)  # options travel to the workers as JSON
+        self._ids = LiveIds()  # the parent holds no network: it checks batches against this
         self._history: list[ChangeBatch] = []  # reset batch + later batches, for restarts
         self._last: tuple[Int64Array, Int64Array] | None = None  # winner's flow, potentials
         self.restarts = 0
@@ -127,6 +129,7 @@ class RacingSolver(FlowSolver):
     # ------------------------------------------------------------------ life cycle
 
     def load(self, snapshot: ChangeBatch) -> None:
+        self._ids.load(snapshot)
         self._history = [snapshot]
         self._last = None
         self._loaded = True
@@ -139,6 +142,7 @@ class RacingSolver(FlowSolver):
             return
         if not self._loaded:
             raise SolverError("apply() before load(): give the solver a snapshot first")
+        self._ids.apply(changes)
         if self._bound_graph() is None:
             self._history.append(changes)
         self._last = None
@@ -224,6 +228,9 @@ class RacingSolver(FlowSolver):
                     died += 1
                     racing.remove(w)
                     self._bury(w)
+                    if died <= len(self._workers) and restartable:
+                        # Its replacement joins this race at once: the others may be slow.
+                        racing += self._restart_dead()
                     continue
                 if answer is None:
                     continue
