@@ -32,6 +32,9 @@ SOLVERS: dict[str, Callable[[], FlowSolver]] = {
     "relax": RelaxationSolver,
     "relax-incremental": lambda: RelaxationSolver(incremental=True),
     "relax-no-prioritisation": lambda: RelaxationSolver(arc_prioritisation=False),
+    # Trees of more than one or three members go to blocking-flow sweeps and Dijkstra raises.
+    "relax-sweeps": lambda: RelaxationSolver(tree_limit=1),
+    "relax-incremental-sweeps": lambda: RelaxationSolver(incremental=True, tree_limit=3),
     "cost-scaling": CostScalingSolver,
     "cost-scaling-alpha2": lambda: CostScalingSolver(alpha=2),
 }

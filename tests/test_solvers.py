@@ -47,6 +47,8 @@ ALGORITHM = {
     "relax": "relaxation",
     "relax-incremental": "relaxation",
     "relax-no-prioritisation": "relaxation",
+    "relax-sweeps": "relaxation",
+    "relax-incremental-sweeps": "relaxation",
     "cost-scaling": "cost-scaling",
     "cost-scaling-alpha2": "cost-scaling",
 }

@@ -39,6 +39,8 @@ _UPDATES = 2
 _PHASES = 3
 _SATURATED = 4
 _REFINES_SKIPPED = 5
+_RELABEL_SCANS = 6
+_HUB_RELABELS = 7
 
 
 @kernel
@@ -90,13 +92,12 @@ def _global_update(
             pu = net.price[u]
             base = net.first[u]
             for s in range(base, base + net.deg[u]):
-                m = net.mate[s]
-                if net.rescap[m] <= 0:
+                if net.paircap[s] <= net.rescap[s]:  # x -> u has no residual capacity
                     continue
                 x = net.head[s]
                 if settled[x]:
                     continue
-                rc = net.cost[m] * scale - net.price[x] + pu
+                rc = -net.cost[s] * scale - net.price[x] + pu
                 step = rc // eps + 1
                 if step < 0:
                     step = 0
@@ -167,7 +168,7 @@ def _all_excess_reaches_deficit(
         base = net.first[u]
         for s in range(base, base + net.deg[u]):
             x = net.head[s]
-            if seen[x] == 0 and net.rescap[net.mate[s]] > 0:
+            if seen[x] == 0 and net.paircap[s] > net.rescap[s]:
                 seen[x] = 1
                 queue[size] = x
                 size += 1
@@ -283,6 +284,9 @@ def _refine(
             net.price[v] = best + eps
             cur[v] = base
             stats[_RELABELS] += 1
+            stats[_RELABEL_SCANS] += end - base
+            if end - base > 1000:
+                stats[_HUB_RELABELS] += 1
             relabels += 1
             if relabels > relabel_cap:
                 for i in range(qsize):
@@ -497,4 +501,6 @@ class CostScalingSolver(FlowSolver):
             "phases_skipped": float(stats[_REFINES_SKIPPED]),
             "saturated": float(stats[_SATURATED]),
             "scale": float(scale),
+            "relabel_scans": float(stats[_RELABEL_SCANS]),
+            "hub_relabels": float(stats[_HUB_RELABELS]),
         }

@@ -10,7 +10,13 @@ import numpy.typing as npt
 
 from firmament_py.flow.graph import INFINITE_CAPACITY
 from firmament_py.jit import kernel
-from firmament_py.solvers.network import DIRTY_OVERFLOW, N_DIRTY, N_FRESH, ResidualArrays
+from firmament_py.solvers.network import (
+    DIRTY_OVERFLOW,
+    N_DIRTY,
+    N_FRESH,
+    NEG_UNCAPACITATED,
+    ResidualArrays,
+)
 
 Int64Array = npt.NDArray[np.int64]
 
@@ -48,9 +54,8 @@ def seed_fresh_prices(net: ResidualArrays, scale: int) -> None:  # pragma: no co
             continue
         low = -INF
         for s in range(base, base + net.deg[v]):
-            m = net.mate[s]
-            if net.rescap[m] > 0:
-                p = net.price[net.head[s]] - net.cost[m] * scale
+            if net.paircap[s] > net.rescap[s]:  # the opposite arc has residual capacity
+                p = net.price[net.head[s]] + net.cost[s] * scale
                 if p > low:
                     low = p
         net.price[v] = low if low > -INF else 0
@@ -132,16 +137,7 @@ def worst_violation(net: ResidualArrays, scale: int, everything: bool) -> int:  
 @kernel
 def negative_infinite_cycle(net: ResidualArrays) -> int:  # pragma: no cover
     """A node on a negative-cost cycle of uncapacitated arcs, or -1 (Bellman-Ford on those arcs)."""
-    negative = 0
-    for v in range(len(net.first)):
-        if not net.alive[v]:
-            continue
-        base = net.first[v]
-        for s in range(base, base + net.nfwd[v]):
-            cap = net.low[net.label[s] >> 1] + net.rescap[s] + net.rescap[net.mate[s]]
-            if cap >= INFINITE_CAPACITY and net.cost[s] < 0:
-                negative += 1
-    if negative == 0:
+    if net.meta[NEG_UNCAPACITATED] == 0:  # no such arc: no such cycle
         return -1
     n = len(net.first)
     dist = np.zeros(n, dtype=np.int64)
@@ -154,7 +150,7 @@ def negative_infinite_cycle(net: ResidualArrays) -> int:  # pragma: no cover
                 continue
             base = net.first[v]
             for s in range(base, base + net.nfwd[v]):
-                cap = net.low[net.label[s] >> 1] + net.rescap[s] + net.rescap[net.mate[s]]
+                cap = net.low[net.label[s] >> 1] + net.paircap[s]
                 if cap < INFINITE_CAPACITY:
                     continue
                 w = net.head[s]
@@ -212,7 +208,7 @@ def price_refine(
         if best < net.price[u]:
             net.price[u] = best
             for s in range(base, base + net.deg[u]):
-                if net.rescap[net.mate[s]] > 0:
+                if net.paircap[s] > net.rescap[s]:  # x -> u has residual capacity
                     x = net.head[s]
                     if inq[x] == 0:
                         inq[x] = 1

@@ -15,6 +15,12 @@ Layout (arrays, not objects; every kernel is numba-compiled and reads `ResidualA
   such as the cluster aggregator lists its few forward arcs apart from its many reverse ones.
 * Lower bounds are folded in: slots carry the flow above the lower bound, and `excess` counts the
   lower bounds as if they were supplies.
+* `paircap[s] == paircap[mate[s]] == rescap[s] + rescap[mate[s]]` (the arc's capacity above its
+  lower bound), so a scan of a node's own block learns the residual capacity of the *opposite*
+  arc, `paircap[s] - rescap[s]`, and its cost, `-cost[s]`, without touching the mate's slot in
+  another node's block (a cache miss per arc on graphs of millions of slots).
+* `meta[NEG_UNCAPACITATED]` counts arcs of infinite capacity and negative cost: only when it is
+  non-zero can the problem be unbounded, and only then is a Bellman-Ford search worth running.
 * `excess[v] = supply[v] + inflow(v) - outflow(v)`; a solved network has zero excess everywhere.
 * `price[v]` is the potential pi(v); a residual arc's reduced cost is `cost - pi(tail) + pi(head)`.
   Optimality is: no residual arc has negative reduced cost.
@@ -43,6 +49,7 @@ from firmament_py.flow.changes import (
     ChangeBatch,
     ChangeOp,
 )
+from firmament_py.flow.graph import INFINITE_CAPACITY
 from firmament_py.jit import kernel
 
 Int64Array = npt.NDArray[np.int64]
@@ -56,6 +63,7 @@ LIVE_ARCS = 3
 N_DIRTY = 4  # used entries of dirty[]
 N_FRESH = 5  # used entries of fresh[]
 DIRTY_OVERFLOW = 6  # 1 if dirty[] overflowed: repair must scan everything
+NEG_UNCAPACITATED = 7  # arcs with infinite capacity and negative cost
 META_SIZE = 8
 
 # apply_rows() status codes
@@ -81,6 +89,7 @@ class ResidualArrays(NamedTuple):
     label: Int64Array
     cost: Int64Array
     rescap: Int64Array
+    paircap: Int64Array
     # by node id
     first: Int64Array
     nfwd: Int64Array
@@ -111,6 +120,7 @@ def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArray
         label=np.full(slots, -1, dtype=np.int64),
         cost=z(slots),
         rescap=z(slots),
+        paircap=z(slots),
         first=z(nodes),
         nfwd=z(nodes),
         deg=z(nodes),
@@ -137,6 +147,7 @@ def _move_slot(net: ResidualArrays, src: int, dst: int) -> None:  # pragma: no c
     net.head[dst] = net.head[src]
     net.cost[dst] = net.cost[src]
     net.rescap[dst] = net.rescap[src]
+    net.paircap[dst] = net.paircap[src]
     lab = net.label[src]
     net.label[dst] = lab
     m = net.mate[src]
@@ -216,6 +227,8 @@ def _add_arc(
     net.cost[sr] = -cost
     net.rescap[sf] = cap - low
     net.rescap[sr] = 0
+    net.paircap[sf] = cap - low
+    net.paircap[sr] = cap - low
     net.label[sf] = 2 * k
     net.label[sr] = 2 * k + 1
     net.mate[sf] = sr
@@ -225,7 +238,13 @@ def _add_arc(
     net.excess[u] -= low
     net.excess[v] += low
     net.meta[LIVE_ARCS] += 1
+    net.meta[NEG_UNCAPACITATED] += _neg_uncapacitated(cap, cost)
     _mark_dirty(net, k)
+
+
+@kernel
+def _neg_uncapacitated(cap: int, cost: int) -> int:  # pragma: no cover - compiled
+    return 1 if cap >= INFINITE_CAPACITY and cost < 0 else 0
 
 
 @kernel
@@ -234,6 +253,7 @@ def _remove_arc(net: ResidualArrays, k: int) -> None:  # pragma: no cover
     sr = net.mate[sf]
     u = net.head[sr]
     v = net.head[sf]
+    net.meta[NEG_UNCAPACITATED] -= _neg_uncapacitated(net.low[k] + net.paircap[sf], net.cost[sf])
     moved = net.rescap[sr] + net.low[k]
     net.excess[u] += moved
     net.excess[v] -= moved
@@ -257,8 +277,13 @@ def _change_arc(
     delta = kept - flow
     net.excess[u] -= delta
     net.excess[v] += delta
+    net.meta[NEG_UNCAPACITATED] += _neg_uncapacitated(cap, cost) - _neg_uncapacitated(
+        net.low[k] + net.paircap[sf], net.cost[sf]
+    )
     net.rescap[sr] = kept - low
     net.rescap[sf] = cap - kept
+    net.paircap[sf] = cap - low
+    net.paircap[sr] = cap - low
     net.low[k] = low
     net.cost[sf] = cost
     net.cost[sr] = -cost
@@ -281,7 +306,7 @@ def _cancel_source_flow(net: ResidualArrays, v: int) -> None:  # pragma: no cove
             base = net.first[cur]
             found = -1
             for s in range(base, base + net.nfwd[cur]):
-                if net.rescap[net.mate[s]] > 0:
+                if net.paircap[s] > net.rescap[s]:  # carries flow
                     found = s
                     break
             if found < 0:
@@ -409,6 +434,7 @@ def compact_into(old: ResidualArrays, new: ResidualArrays) -> None:  # pragma: n
             new.head[t] = old.head[s]
             new.cost[t] = old.cost[s]
             new.rescap[t] = old.rescap[s]
+            new.paircap[t] = old.paircap[s]
             lab = old.label[s]
             new.label[t] = lab
             m = old.mate[s]
@@ -432,7 +458,7 @@ def flows_by_arc(net: ResidualArrays, out: Int64Array) -> None:  # pragma: no co
     """out[k] = flow on arc k (0 for arc ids not in the network)."""
     for k in range(len(out)):
         s = net.fwd[k] if k < len(net.fwd) else -1
-        out[k] = 0 if s < 0 else net.low[k] + net.rescap[net.mate[s]]
+        out[k] = 0 if s < 0 else net.low[k] + net.paircap[s] - net.rescap[s]
 
 
 @kernel
@@ -445,7 +471,7 @@ def load_flows(net: ResidualArrays, flow: Int64Array) -> None:  # pragma: no cov
         if sf < 0:
             continue
         sr = net.mate[sf]
-        cap = net.rescap[sf] + net.rescap[sr]
+        cap = net.paircap[sf]
         f = min(max(flow[k] - net.low[k], 0), cap) if k < len(flow) else 0
         net.rescap[sr] = f
         net.rescap[sf] = cap - f
@@ -464,7 +490,7 @@ def total_cost(net: ResidualArrays) -> tuple[int, bool]:  # pragma: no cover
         sf = net.fwd[k]
         if sf < 0:
             continue
-        f = net.low[k] + net.rescap[net.mate[sf]]
+        f = net.low[k] + net.paircap[sf] - net.rescap[sf]
         if f == 0:
             continue
         c = net.cost[sf]
@@ -529,6 +555,8 @@ def check_structure(net: ResidualArrays) -> int:  # pragma: no cover
                 return 6
             if net.rescap[s] < 0:
                 return 7
+            if net.paircap[s] != net.paircap[m] or net.rescap[s] + net.rescap[m] != net.paircap[s]:
+                return 8
     return 0
 
 
@@ -605,6 +633,7 @@ class ResidualNetwork:
             label=np.full(size, -1, dtype=np.int64),
             cost=np.zeros(size, dtype=np.int64),
             rescap=np.zeros(size, dtype=np.int64),
+            paircap=np.zeros(size, dtype=np.int64),
         )
         compact_into(a, new)
         self.arrays = new
@@ -690,6 +719,7 @@ class ResidualNetwork:
             label=_grow(a.label, size, -1),
             cost=_grow(a.cost, size, 0),
             rescap=_grow(a.rescap, size, 0),
+            paircap=_grow(a.paircap, size, 0),
         )
 
 
@@ -725,6 +755,9 @@ def _build_blocks(
         net.cost[sr] = -arcs[i, ARC_COST]
         net.rescap[sf] = arcs[i, ARC_CAP] - low
         net.rescap[sr] = 0
+        net.paircap[sf] = arcs[i, ARC_CAP] - low
+        net.paircap[sr] = arcs[i, ARC_CAP] - low
+        net.meta[NEG_UNCAPACITATED] += _neg_uncapacitated(arcs[i, ARC_CAP], arcs[i, ARC_COST])
         net.label[sf] = 2 * k
         net.label[sr] = 2 * k + 1
         net.mate[sf] = sr

@@ -43,8 +43,15 @@ _AUGMENTATIONS = 1
 _PRICE_RISES = 2
 _SCANNED = 3  # nodes added to trees
 _ARC_SCANS = 4
+_DEFERRED = 5  # surplus nodes left to the blocking-flow pass
+_ROUTED = 6  # units the blocking-flow pass routed
+_PHASES = 7  # blocking-flow phases
+_DIJKSTRAS = 8  # price raises by Dijkstra between sweeps
 
 _LEAF = int(NodeKind.LEAF)
+
+# Trees with more members than this are abandoned for the blocking-flow sweep (0: never).
+DEFAULT_TREE_LIMIT = 2000
 
 
 class _Work:
@@ -64,6 +71,12 @@ class _Work:
         self.queued = np.zeros(n, dtype=np.int64)
         self.tight = np.zeros(4096, dtype=np.int64)  # arcs at the minimum reduced cost
         self.stamp = np.zeros(1, dtype=np.int64)
+        self.level = np.zeros(n, dtype=np.int64)  # blocking flow: arcs to the nearest deficit
+        self.cur = np.zeros(n, dtype=np.int64)  # blocking flow: current-arc pointers
+        self.dist = np.zeros(n, dtype=np.int64)  # Dijkstra between sweeps
+        self.heap_keys = np.zeros(n, dtype=np.int64)
+        self.heap_nodes = np.zeros(n, dtype=np.int64)
+        self.heap_pos = np.zeros(n, dtype=np.int64)
 
 
 @kernel
@@ -141,6 +154,7 @@ def _relax(
     tight: Int64Array,
     stamp_box: Int64Array,
     prioritise: bool,
+    tree_limit: int,
     cancel: Int64Array,
     stats: Int64Array,
 ) -> int:  # pragma: no cover - compiled
@@ -184,7 +198,13 @@ def _relax(
             surplus = 0
             delx = 0  # residual capacity of balanced arcs leaving S
             target = -1
+            deferred = False
             while target < 0:
+                if nmem > tree_limit:
+                    # A tree this large is wandering a web of balanced arcs: leave s to the
+                    # blocking-flow pass, which routes all such nodes in one sweep.
+                    deferred = True
+                    break
                 if ends[0] != ends[1] and surplus <= delx:
                     # Scan the next labeled node: it joins S. Only its forward arcs are
                     # scanned now; its reverse arcs (a hub's many, one per task whose flow
@@ -362,6 +382,9 @@ def _relax(
                         )
                         if net.excess[w] < 0 and target < 0:
                             target = w
+            if deferred:
+                stats[_DEFERRED] += 1
+                break
             if target >= 0 and net.excess[s] > 0:
                 _augment(net, s, target, pred)
                 stats[_AUGMENTATIONS] += 1
@@ -369,15 +392,198 @@ def _relax(
     return _OK
 
 
+@kernel
+def _route_balanced(
+    net: ResidualArrays,
+    level: Int64Array,
+    cur: Int64Array,
+    queue: Int64Array,
+    path: Int64Array,
+    cancel: Int64Array,
+    stats: Int64Array,
+) -> int:  # pragma: no cover - compiled
+    """Route surplus to deficits along balanced residual arcs only, many paths per sweep.
+
+    Dinic's blocking flow on the subgraph of arcs with reduced cost zero: a backward
+    breadth-first search from every deficit node gives each node its distance in arcs, then a
+    depth-first search with current-arc pointers sends each surplus node's units down arcs
+    that lead one step closer. Prices do not change, so complementary slackness holds
+    throughout. It replaces the huge trees relaxation would grow, one surplus node at a time,
+    over the same web of balanced arcs when free capacity is scarce and far away.
+    """
+    n = len(net.first)
+    routed = 0
+    while True:
+        if kernels.is_cancelled(cancel):
+            return -1
+        stats[_PHASES] += 1
+        sources = 0
+        size = 0
+        for v in range(n):
+            level[v] = INF
+            if net.alive[v]:
+                if net.excess[v] < 0:
+                    level[v] = 0
+                    queue[size] = v
+                    size += 1
+                elif net.excess[v] > 0:
+                    sources += 1
+        if sources == 0 or size == 0:
+            return routed
+        # Backward BFS over balanced arcs x -> u with residual capacity, seen from u's block.
+        reached = 0
+        i = 0
+        while i < size and reached < sources:
+            u = queue[i]
+            i += 1
+            pu = net.price[u]
+            lu = level[u] + 1
+            base = net.first[u]
+            for s in range(base, base + net.deg[u]):
+                if net.paircap[s] <= net.rescap[s]:
+                    continue
+                x = net.head[s]
+                if level[x] != INF or -net.cost[s] - net.price[x] + pu != 0:
+                    continue
+                level[x] = lu
+                queue[size] = x
+                size += 1
+                if net.excess[x] > 0:
+                    reached += 1
+        if reached == 0:
+            return routed
+        for v in range(n):
+            cur[v] = net.first[v]
+        # Depth-first augmentation from every reached surplus node.
+        found = 0
+        for j in range(size):
+            src = queue[j]
+            while net.excess[src] > 0 and level[src] != INF:
+                depth = 0
+                u = src
+                while True:
+                    if net.excess[u] < 0 and u != src:
+                        delta = min(net.excess[src], -net.excess[u])
+                        for d in range(depth):
+                            if net.rescap[path[d]] < delta:
+                                delta = net.rescap[path[d]]
+                        for d in range(depth):
+                            t = path[d]
+                            net.rescap[t] -= delta
+                            net.rescap[net.mate[t]] += delta
+                        net.excess[src] -= delta
+                        net.excess[u] += delta
+                        routed += delta
+                        found += 1
+                        break
+                    end = net.first[u] + net.deg[u]
+                    pu = net.price[u]
+                    want = level[u] - 1
+                    t = cur[u]
+                    while t < end:
+                        w = net.head[t]
+                        if (
+                            level[w] == want
+                            and net.rescap[t] > 0
+                            and net.cost[t] - pu + net.price[w] == 0
+                        ):
+                            break
+                        t += 1
+                    cur[u] = t
+                    if t < end:
+                        path[depth] = t
+                        depth += 1
+                        u = net.head[t]
+                        continue
+                    # Dead end: no way closer from u in this phase.
+                    level[u] = INF
+                    if depth == 0:
+                        break
+                    depth -= 1
+                    u = net.head[net.mate[path[depth]]]
+                    cur[u] += 1
+        if found == 0:
+            return routed
+
+
+@kernel
+def _price_by_distance_to_deficit(
+    net: ResidualArrays,
+    dist: Int64Array,
+    keys: Int64Array,
+    nodes: Int64Array,
+    pos: Int64Array,
+    settled: Int64Array,
+    cancel: Int64Array,
+) -> int:  # pragma: no cover - compiled
+    """Raise every node's price by its reduced-cost distance to the nearest deficit.
+
+    A Dijkstra search backwards from every deficit node over residual arcs, stopped once every
+    surplus node is settled (distance D). Settled nodes gain their distance, the others D,
+    shifted by -D so that only settled nodes change. Reduced costs stay non-negative (the
+    distances obey the triangle inequality) and every node's shortest path to a deficit
+    becomes balanced, so one blocking-flow sweep can then route all surplus nodes at once,
+    however different their path costs. Returns D, -1 if some surplus node reaches no
+    deficit (infeasible), -2 if cancelled.
+    """
+    n = len(net.first)
+    size = 0
+    sources = 0
+    for v in range(n):
+        pos[v] = -1
+        dist[v] = INF
+        if net.alive[v]:
+            if net.excess[v] < 0:
+                dist[v] = 0
+                size = kernels.heap_push(keys, nodes, pos, size, v, 0)
+            elif net.excess[v] > 0:
+                sources += 1
+    nsettled = 0
+    reached = 0
+    last = 0
+    while size > 0 and reached < sources:
+        u, du, size = kernels.heap_pop(keys, nodes, pos, size)
+        settled[nsettled] = u
+        nsettled += 1
+        last = du
+        if net.excess[u] > 0:
+            reached += 1
+        if nsettled % 1024 == 0 and kernels.is_cancelled(cancel):
+            return -2
+        pu = net.price[u]
+        base = net.first[u]
+        for s in range(base, base + net.deg[u]):
+            if net.paircap[s] <= net.rescap[s]:  # x -> u has no residual capacity
+                continue
+            x = net.head[s]
+            nd = du - net.cost[s] - net.price[x] + pu
+            if nd < dist[x]:
+                dist[x] = nd
+                size = kernels.heap_push(keys, nodes, pos, size, x, nd)
+    if reached < sources:
+        return -1
+    for i in range(nsettled):
+        v = settled[i]
+        net.price[v] += dist[v] - last
+    return last
+
+
 class RelaxationSolver(FlowSolver):
     """Relaxation with arc prioritisation; from scratch each solve unless `incremental`."""
 
     algorithm = "relaxation"
 
-    def __init__(self, *, incremental: bool = False, arc_prioritisation: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        incremental: bool = False,
+        arc_prioritisation: bool = True,
+        tree_limit: int = DEFAULT_TREE_LIMIT,
+    ) -> None:
         super().__init__()
         self.incremental = incremental
         self.arc_prioritisation = arc_prioritisation
+        self.tree_limit = tree_limit
         self._fresh = True
         self._work: _Work | None = None
 
@@ -401,7 +607,8 @@ class RelaxationSolver(FlowSolver):
         else:
             kernels.seed_fresh_prices(a, 1)
             saturated = kernels.saturate_violations(a, 0, 1, False)
-        stats = np.zeros(8, dtype=np.int64)
+        stats = np.zeros(9, dtype=np.int64)
+        limit = self.tree_limit if self.tree_limit > 0 else n + 1
         status = _relax(
             a,
             w.in_tree,
@@ -418,9 +625,28 @@ class RelaxationSolver(FlowSolver):
             w.tight,
             w.stamp,
             self.arc_prioritisation,
+            limit,
             self._cancel,
             stats,
         )
+        # Trees that grew past the limit were left alone: finish primal-dual style, routing
+        # along balanced arcs in blocking-flow sweeps and repricing by Dijkstra in between.
+        while status == _OK and stats[_DEFERRED] > 0:
+            routed = _route_balanced(a, w.level, w.cur, w.deque, w.members, self._cancel, stats)
+            if routed < 0:
+                status = _CANCELLED
+                break
+            stats[_ROUTED] += routed
+            if kernels.excess_free(a):
+                break
+            stats[_DIJKSTRAS] += 1
+            raised = _price_by_distance_to_deficit(
+                a, w.dist, w.heap_keys, w.heap_nodes, w.heap_pos, w.members, self._cancel
+            )
+            if raised == -1:
+                status = _INFEASIBLE
+            elif raised == -2:
+                status = _CANCELLED
         if status == _CANCELLED:
             self._fresh = True
             raise SolverCancelled("relaxation was cancelled")
@@ -435,4 +661,8 @@ class RelaxationSolver(FlowSolver):
             "tree_nodes": float(stats[_SCANNED]),
             "arc_scans": float(stats[_ARC_SCANS]),
             "saturated": float(saturated),
+            "deferred": float(stats[_DEFERRED]),
+            "routed_in_sweeps": float(stats[_ROUTED]),
+            "sweep_phases": float(stats[_PHASES]),
+            "dijkstras": float(stats[_DIJKSTRAS]),
         }
