@@ -35,7 +35,7 @@ class _Staller(SuccessiveShortestPathSolver):
         if self._racing and count % 2 == self.stall_parity:
             deadline = time.monotonic() + STALL_SECONDS
             while time.monotonic() < deadline:
-                if self.cancel_flag()[0]:
+                if self.cancel_requested():
                     raise SolverCancelled("stalled until cancelled")
                 time.sleep(0.001)
         return super()._run()

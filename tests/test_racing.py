@@ -172,7 +172,7 @@ def test_workers_die_when_parent_exits_without_close() -> None:
 def test_a_raised_cancel_flag_stops_the_kernels(solver_class: type) -> None:
     cluster = ClusterGraph(ClusterSpec(machines=30, running=0.5, waiting=60, seed=7))
     solver = solver_class()
-    flag = np.ones(1, dtype=np.int64)
+    flag = np.array([1, 0], dtype=np.int64)
     solver.use_cancel_flag(flag)
     with pytest.raises(SolverCancelled):
         solver.solve_graph(cluster.graph)

@@ -67,7 +67,7 @@ class FlowSolver(ABC):
         self.network = ResidualNetwork()
         self._graph_ref: weakref.ref[FlowGraph] | None = None
         self._loaded = False
-        self._cancel = np.zeros(1, dtype=np.int64)
+        self._cancel = np.zeros(2, dtype=np.int64)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -145,12 +145,23 @@ class FlowSolver(ABC):
         return self.network.potentials()
 
     def cancel_flag(self) -> Int64Array:
-        """A one-element array; setting it to 1 asks a running solve to stop (racing)."""
+        """The cancel flag: two int64s, `[cancel up to, current solve]`.
+
+        A running solve stops at its next poll once `flag[0] != 0 and flag[0] >= flag[1]`.
+        Alone, set `flag[0] = 1` to stop it (and back to 0 before the next solve); a race
+        numbers its solves in `flag[1]` so that a late cancel cannot stop a later solve.
+        """
         return self._cancel
 
     def use_cancel_flag(self, flag: Int64Array) -> None:
         """Poll `flag` (for example a view of shared memory) instead of the private one."""
+        if flag.shape != (2,) or flag.dtype != np.int64:
+            raise ValueError("a cancel flag is an int64 array of two elements")
         self._cancel = flag
+
+    def cancel_requested(self) -> bool:
+        """True if the cancel flag asks the current solve to stop (the kernels' own test)."""
+        return bool(kernels.is_cancelled(self._cancel))
 
     def close(self) -> None:
         """Release resources (worker processes, shared memory); the solver is unusable after."""

@@ -25,7 +25,8 @@ INF = np.int64(2**62)
 
 @kernel
 def is_cancelled(flag: Int64Array) -> bool:  # pragma: no cover - compiled
-    return bool(flag[0] != 0)
+    """The cancel test of `FlowSolver.cancel_flag`: [cancel up to, current solve]."""
+    return bool(flag[0] != 0 and flag[0] >= flag[1])
 
 
 # ---------------------------------------------------------------------- changes and optimality

@@ -4,7 +4,7 @@
 pipe and flag descriptors, the parent's pid, the algorithm and its options as JSON. It does not
 use multiprocessing, so a worker never re-imports the parent's `__main__` (user scripts need no
 `if __name__ == "__main__"` guard), and it shares nothing with the parent but a socket and an
-8-byte cancel flag in shared memory. The protocol is described in `racing.py`.
+16-byte cancel flag in shared memory. The protocol is described in `racing.py`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ from firmament_py.solvers.base import (
 )
 
 Int64Array = npt.NDArray[np.int64]
+
+# The shared cancel flag: [cancel solves numbered up to this, number of the solve running now].
+FLAG_BYTES = 16
 
 ERRORS: dict[str, type[SolverError]] = {
     "infeasible": InfeasibleError,
@@ -116,11 +119,14 @@ def worker_main(argv: list[str]) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     conn = mpc.Connection(pipe_fd)
-    flag_map = mmap.mmap(flag_fd, 8)
+    flag_map = mmap.mmap(flag_fd, FLAG_BYTES)
+    flag: Int64Array = np.frombuffer(flag_map, dtype=np.int64)
     _warm_up(algorithm, options)
     solver = make_solver_from_options(algorithm, options)
-    solver.use_cancel_flag(np.frombuffer(flag_map, dtype=np.int64))
+    solver.use_cancel_flag(flag)
     base: Int64Array = np.zeros(0, dtype=np.int64)  # the last flow the parent knows we hold
+    before_solve = base  # the base when the last solve began: what `adopt` deltas refer to
+    solves = 0
     while True:
         try:
             message = conn.recv()
@@ -138,16 +144,23 @@ def worker_main(argv: list[str]) -> None:
             elif command == "apply":
                 solver.apply(message[1])
                 reply = ("ok",)
-            elif command == "sync":
-                flow = apply_delta(base, message[1])
+            elif command in ("sync", "adopt"):
+                # `adopt` follows a lost solve: its delta is against the base before that solve.
+                flow = apply_delta(base if command == "sync" else before_solve, message[1])
                 solver.sync(flow, message[2])
                 base = flow
                 reply = ("ok",)
             elif command == "solve":
+                solves += 1
+                flag[1] = solves
+                before_solve = base
                 r = solver.solve()
-                delta = flow_delta(base, r.flow)
                 base = r.flow
-                reply = ("solved", r.cost, delta, r.potentials, r.wall_time, r.stats)
+                if solver.cancel_requested():
+                    reply = ("superseded",)  # finished, but lost: the parent sends `adopt`
+                else:
+                    delta = flow_delta(before_solve, r.flow)
+                    reply = ("solved", r.cost, delta, r.potentials, r.wall_time, r.stats)
             elif command == "crash":  # used by the tests: die without a word
                 os._exit(3)
             else:

@@ -1,20 +1,31 @@
 """Race two solvers in worker processes and take the first optimal answer (Firmament section 6).
 
 Each worker process holds its own solver and its own copy of the network, and receives the same
-snapshots and change batches. A solve asks both; the first optimal result wins, the other worker
-is cancelled through a flag in shared memory that its kernels poll, and, once it has stopped, is
-re-synced from the winner's flow and potentials so that both start the next round from the same
-optimum. A worker that dies is replaced by a fresh one loaded from a full snapshot of the
-current graph.
+snapshots and change batches. A solve asks every worker; the first optimal result wins, the
+others are cancelled through a flag in shared memory that their kernels poll, and are then told
+to adopt the winner's flow and potentials, so that every worker starts the next round from the
+same optimum. A worker that dies is replaced by a fresh one loaded from a full snapshot of the
+current graph, and the replacement joins the race in progress.
 
-Protocol, parent to worker over a pipe: every message gets exactly one reply, in order. Replies
-to `load`, `apply` and `sync` are read lazily (the parent never waits for a worker to finish
-applying a batch before sending the next command), and a cancelled loser's reply is read only
-when the parent next needs that worker. The parent never sends a large message to a worker whose
-large reply it has not read yet, so the two cannot block each other on full pipes.
+The caller never waits on a loser. Per worker, a sender thread writes the commands queued for it
+and a receiver thread reads its replies into one queue that the caller's thread consumes, so no
+pipe can fill up and block anybody, and `apply` after a race returns at once while the losers
+are still stopping and adopting. Both sides process commands strictly in order.
 
-No orphans: workers ask the kernel to kill them when the parent dies
-(PR_SET_PDEATHSIG on Linux), and exit when their pipe reaches end of file.
+Flows travel as deltas against a *base*: the flow both sides know the worker holds.
+
+* `load` resets the base to zeros; `sync` and `adopt` carry the delta to a new flow, which
+  becomes the base; a winning `solve` reply carries the delta to its flow, which becomes the base.
+* A loser's own solve reply is ignored (it may or may not have finished); the `adopt` that
+  follows its `solve` is a delta against the base *before* that solve, which both sides keep.
+
+Cancellation is numbered: the worker writes the number of the solve it is running into the
+second slot of the shared flag, and the parent cancels solve `g` by writing `g` into the first;
+kernels stop when `flag[0] >= flag[1]`. A late cancel can never stop a later solve, and nobody
+needs to reset the flag.
+
+No orphans: workers ask the kernel to kill them when the parent dies (PR_SET_PDEATHSIG on Linux),
+exit when their socket reaches end of file, and are stopped by a finalizer at exit.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import json
 import mmap
 import multiprocessing.connection as mpc
 import os
+import queue
 import socket
 import subprocess
 import sys
@@ -44,6 +56,7 @@ from firmament_py.solvers.base import FlowSolver, Int64Array, SolverError, Solve
 from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.race_worker import (
     ERRORS,
+    FLAG_BYTES,
     apply_delta,
     flow_delta,
     make_solver_from_options,
@@ -60,8 +73,10 @@ _WORKER_BOOT = (
     "worker_main(sys.argv[1:])"
 )
 
-# How long a cancelled worker may take to notice its flag before it is killed and replaced.
+# How long a cancelled worker may go on before it is killed and replaced (checked per race).
 _CANCEL_GRACE_SECONDS = 30.0
+
+_DIED = None  # what a receiver thread reports when its worker's socket closes
 
 
 # ---------------------------------------------------------------------- parent side
@@ -69,25 +84,20 @@ _CANCEL_GRACE_SECONDS = 30.0
 
 @dataclass
 class _Worker:
-    """The parent's handle on one worker process and the replies it still owes."""
+    """The parent's handle on one worker process."""
 
     algorithm: str
-    options: dict[str, Any]
     process: subprocess.Popen[bytes]
     conn: mpc.Connection
     flag_map: mmap.mmap
-    cancel: Int64Array
-    owed: deque[str] = field(default_factory=deque)  # commands whose replies are unread
-    cancelled: bool = False  # its running solve was cancelled; drain before reuse
-    pending_sync: tuple[Int64Array, Int64Array] | None = None  # sync once it has stopped
-    # The last flow this worker reported or was synced to; flows travel as deltas against it.
+    flag: Int64Array  # [cancel solves up to this number, the solve running now]
+    outbox: queue.SimpleQueue[tuple[Any, ...] | None] = field(default_factory=queue.SimpleQueue)
+    # Commands whose replies are unread, in order: (command, solve number or 0).
+    owed: deque[tuple[str, int]] = field(default_factory=deque)
+    solves: int = 0  # solve commands sent; the worker numbers its solves the same way
     base: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    cancelled_at: float | None = None  # when its unfinished solve was cancelled
     alive: bool = True
-    feeder: threading.Thread | None = None  # still sending a restarted worker its snapshot
-
-
-class WorkerDiedError(Exception):
-    """A worker process exited or its pipe broke."""
 
 
 class _AllWorkersDiedError(SolverError):
@@ -113,6 +123,8 @@ class RacingSolver(FlowSolver):
             raise ValueError("a race needs at least one algorithm")
         if "race" in algorithms:
             raise ValueError("a race cannot contain another race")
+        if len(set(algorithms)) != len(algorithms):
+            raise ValueError(f"a race names each algorithm once, got {algorithms}")
         self.algorithms = tuple(algorithms)
         chosen = DEFAULT_OPTIONS if options is None else options
         self._options = {name: dict(chosen.get(name, {})) for name in algorithms}
@@ -122,6 +134,8 @@ class RacingSolver(FlowSolver):
         self._ids = LiveIds()  # the parent holds no network: it checks batches against this
         self._history: list[ChangeBatch] = []  # reset batch + later batches, for restarts
         self._last: tuple[Int64Array, Int64Array] | None = None  # winner's flow, potentials
+        self._replies: queue.SimpleQueue[tuple[_Worker, tuple[Any, ...] | None]]
+        self._replies = queue.SimpleQueue()
         self.restarts = 0
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
@@ -134,7 +148,7 @@ class RacingSolver(FlowSolver):
         self._last = None
         self._loaded = True
         for w in self._live():
-            self._tell(w, ("load", snapshot))
+            self._send(w, ("load", snapshot))
 
     def apply(self, changes: ChangeBatch) -> None:
         if changes.reset:
@@ -147,7 +161,7 @@ class RacingSolver(FlowSolver):
             self._history.append(changes)
         self._last = None
         for w in self._live():
-            self._tell(w, ("apply", changes))
+            self._send(w, ("apply", changes))
 
     def solve_graph(self, graph: FlowGraph) -> SolveResult:
         result = super().solve_graph(graph)
@@ -157,7 +171,7 @@ class RacingSolver(FlowSolver):
     def sync(self, flow: Int64Array, potentials: Int64Array) -> None:
         flow = np.array(flow, dtype=np.int64)
         for w in self._live():
-            self._tell(w, ("sync", flow, potentials))
+            self._send(w, ("sync", flow, potentials))
 
     def potentials(self) -> Int64Array:
         if self._last is None:
@@ -182,92 +196,100 @@ class RacingSolver(FlowSolver):
             raise SolverError("solve() before load(): give the solver a snapshot first")
         start = time.perf_counter()
         try:
-            winner, reply, racing = self._race()
+            winner, reply = self._race()
         except _AllWorkersDiedError:
             # Every worker died mid-race: try once more with fresh processes, then give up.
-            winner, reply, racing = self._race()
-        losers = racing
+            winner, reply = self._race()
         _tag, cost, delta, potentials, solver_time, stats = reply
         flow = apply_delta(winner.base, delta)
         winner.base = flow
-        for w in losers:
-            w.pending_sync = (flow, potentials)
-        self._cancel_all(losers)
+        for w in self._live():
+            if w is not winner:
+                self._stop_solve(w)
+                self._send(w, ("adopt", flow, potentials))
         self._last = (flow, potentials)
-        elapsed = time.perf_counter() - start
-        result = SolveResult(
+        return SolveResult(
             cost=int(cost),
             flow=flow.copy(),  # the caller's to keep; `flow` stays the workers' reference
             potentials=potentials.copy(),
             algorithm=f"race:{winner.algorithm}",
-            wall_time=elapsed,
+            wall_time=time.perf_counter() - start,
             stats={**stats, "solver_time": float(solver_time), "restarts": float(self.restarts)},
         )
-        return result
 
-    def _race(self) -> tuple[_Worker, tuple[Any, ...], list[_Worker]]:
-        """Ask every live worker to solve; return the winner, its reply, and the others."""
+    def _race(self) -> tuple[_Worker, tuple[Any, ...]]:
+        """Ask every live worker to solve; return the winner and its reply."""
         restartable = self._bound_graph() is not None or bool(self._history)
         if not restartable and any(not w.alive for w in self._workers):
             raise SolverError(
                 "a race worker died and the graph the race was bound to is gone: "
                 "load a snapshot (or solve_graph a graph) before solving again"
             )
-        racing = [w for w in self._live() if self._tell(w, ("solve",))]
+        self._replace_stuck()
+        racing = set()
+        for w in self._live():
+            self._send(w, ("solve",))
+            racing.add(id(w))
         # Replace dead workers while the live ones already solve; the new ones join the race.
-        racing += self._restart_dead()
+        racing |= {id(w) for w in self._restart_dead()}
         failures: list[str] = []
         died = 0
         while racing:
-            mpc.wait([w.conn for w in racing])  # a dead worker's pipe reads as end of file
-            for w in list(racing):
-                try:
-                    answer = self._pump(w)
-                except WorkerDiedError as exc:
-                    failures.append(f"{w.algorithm} worker died ({exc})")
+            w, reply = self._replies.get()
+            if not w.alive:
+                continue  # a buried worker's last words
+            if reply is _DIED:
+                self._bury(w)
+                if id(w) in racing:
+                    racing.discard(id(w))
+                    failures.append(f"{w.algorithm} worker died (exit code {w.process.poll()})")
                     died += 1
-                    racing.remove(w)
-                    self._bury(w)
                     if died <= len(self._workers) and restartable:
                         # Its replacement joins this race at once: the others may be slow.
-                        racing += self._restart_dead()
-                    continue
-                if answer is None:
-                    continue
-                if answer[0] == "solved":
-                    return w, answer, [x for x in racing if x is not w]
-                racing.remove(w)
-                kind, text = answer[1], answer[2]
-                if kind in ("infeasible", "unbounded"):  # a property of the problem
-                    self._cancel_all(racing)
-                    raise ERRORS[kind](text)
-                failures.append(f"{w.algorithm}: {text}")
+                        racing |= {id(x) for x in self._restart_dead()}
+                continue
+            tag, number = w.owed.popleft()
+            if tag != "solve":
+                if reply[0] != "ok":  # a batch the worker could not take: replace it
+                    self._bury(w)
+                    if id(w) in racing:
+                        racing.discard(id(w))
+                        failures.append(f"{w.algorithm} failed on {tag}: {reply[2]}")
+                continue
+            if number != w.solves or id(w) not in racing:
+                continue  # the answer to an earlier, lost race
+            racing.discard(id(w))
+            if reply[0] == "solved":
+                return w, reply
+            if reply[0] == "superseded":  # cancelled by an earlier race's end; cannot win
+                failures.append(f"{w.algorithm}: cancelled")
+                continue
+            kind, text = reply[1], reply[2]
+            if kind in ("infeasible", "unbounded"):  # a property of the problem
+                for x in self._live():
+                    self._stop_solve(x)
+                raise ERRORS[kind](text)
+            failures.append(f"{w.algorithm}: {text}")
         if died and died == len(failures):
             raise _AllWorkersDiedError("; ".join(failures))
         raise SolverError("every racing solver failed: " + "; ".join(failures or ["no workers"]))
 
-    def _pump(self, w: _Worker) -> tuple[Any, ...] | None:
-        """Read the replies `w` has sent so far; return its solve reply once it is there."""
-        while w.owed:
-            try:
-                ready = w.conn.poll(0)
-            except (EOFError, OSError) as exc:
-                raise WorkerDiedError(f"exit code {w.process.poll()}") from exc
-            if not ready:
-                return None
-            tag = w.owed[0]
-            reply = self._recv(w)
-            if tag == "solve":
-                return reply
-            if reply[0] != "ok":  # a batch the worker could not take: replace it
-                raise WorkerDiedError(f"failed on {tag}: {reply[2]}")
-        raise SolverError("internal error: no solve outstanding")
+    def _stop_solve(self, w: _Worker) -> None:
+        """Stop `w`'s latest solve if it is still running (its reply is still owed)."""
+        if any(tag == "solve" and n == w.solves for tag, n in w.owed):
+            w.flag[0] = w.solves
+            w.cancelled_at = time.monotonic()
 
-    def _cancel_all(self, workers: list[_Worker]) -> None:
-        for w in workers:
-            if w.owed and w.owed[-1] == "solve":
-                w.cancel[0] = 1
-                w.cancelled = True
+    def _replace_stuck(self) -> None:
+        """Kill workers that have ignored a cancellation for too long (they are replaced)."""
+        now = time.monotonic()
+        for w in self._live():
+            if w.cancelled_at is None:
+                continue
+            if not any(tag == "solve" and n <= w.flag[0] for tag, n in w.owed):
+                w.cancelled_at = None
+            elif now - w.cancelled_at > _CANCEL_GRACE_SECONDS:
+                self._bury(w)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -277,78 +299,27 @@ class RacingSolver(FlowSolver):
     def _bound_graph(self) -> FlowGraph | None:
         return self._graph_ref() if self._graph_ref is not None else None
 
-    def _tell(self, w: _Worker, message: tuple[Any, ...]) -> bool:
-        """Send a command; a worker found dead is buried (and replaced before the next race)."""
-        try:
-            self._send(w, message)
-        except WorkerDiedError:
-            self._bury(w)
-            return False
-        return True
-
     def _send(self, w: _Worker, message: tuple[Any, ...]) -> None:
-        """Send a command, first settling a cancelled solve and its deferred sync.
-
-        `w.base` (the flow both sides hold for this worker) must move in the order the worker
-        sees its messages, so it is read only after the earlier replies are settled: a `sync`
-        message carries a whole flow and leaves as a delta against the base, a `load` resets
-        the base.
-        """
-        if w.feeder is not None:
-            w.feeder.join()
-            w.feeder = None
+        """Queue a command for `w`, turning whole flows into deltas against its base."""
         command = message[0]
-        try:
-            if w.cancelled:
-                # A load replaces the graph: the winner's flow of the old one is no use.
-                self._settle(w, resync=command != "load")
-            if command == "sync":
-                flow = message[1]
-                message = ("sync", flow_delta(w.base, flow), message[2])
-                w.base = flow
-            elif command == "load":
-                w.base = np.zeros(0, dtype=np.int64)
-            w.conn.send(message)
-        except (BrokenPipeError, EOFError, OSError) as exc:
-            raise WorkerDiedError(w.algorithm) from exc
-        w.owed.append(str(command))
-
-    def _settle(self, w: _Worker, *, resync: bool = True) -> None:
-        """Wait for a cancelled worker to stop, then give it the winner's solution."""
-        deadline = time.monotonic() + _CANCEL_GRACE_SECONDS
-        solved_anyway = False
-        while w.owed:
-            if not w.conn.poll(max(0.0, deadline - time.monotonic())):
-                raise WorkerDiedError(f"{w.algorithm} ignored its cancellation")
-            tag = w.owed[0]
-            reply = self._recv(w)
-            if tag == "solve":
-                solved_anyway = reply[0] == "solved"
-                if solved_anyway:
-                    w.base = apply_delta(w.base, reply[2])
-            elif reply[0] != "ok":
-                raise WorkerDiedError(f"{w.algorithm} failed on {tag}: {reply[2]}")
-        w.cancel[0] = 0
-        w.cancelled = False
-        sync, w.pending_sync = w.pending_sync, None
-        if sync is not None and resync and not solved_anyway:
-            w.conn.send(("sync", flow_delta(w.base, sync[0]), sync[1]))
-            w.owed.append("sync")
-            w.base = sync[0]
-
-    def _recv(self, w: _Worker) -> tuple[Any, ...]:
-        try:
-            reply: tuple[Any, ...] = w.conn.recv()
-        except (EOFError, OSError) as exc:
-            raise WorkerDiedError(w.algorithm) from exc
-        w.owed.popleft()
-        return reply
+        number = 0
+        if command in ("sync", "adopt"):
+            flow = message[1]
+            message = (command, flow_delta(w.base, flow), message[2])
+            w.base = flow
+        elif command == "load":
+            w.base = np.zeros(0, dtype=np.int64)
+        elif command == "solve":
+            w.solves += 1
+            number = w.solves
+        w.owed.append((str(command), number))
+        w.outbox.put(message)
 
     def _spawn(self, algorithm: str) -> _Worker:
         options = self._options[algorithm]
         ours, theirs = socket.socketpair()
         flag_fd = _shared_flag_fd()
-        flag_map = mmap.mmap(flag_fd, 8)
+        flag_map = mmap.mmap(flag_fd, FLAG_BYTES)
         argv = [str(theirs.fileno()), str(flag_fd), str(os.getpid()), algorithm]
         process = subprocess.Popen(
             [sys.executable, "-c", _WORKER_BOOT, *argv, json.dumps(options)],
@@ -358,19 +329,23 @@ class RacingSolver(FlowSolver):
         theirs.close()
         os.close(flag_fd)
         conn = mpc.Connection(ours.detach())
-        cancel: Int64Array = np.frombuffer(flag_map, dtype=np.int64)
-        return _Worker(algorithm, options, process, conn, flag_map, cancel)
+        flag: Int64Array = np.frombuffer(flag_map, dtype=np.int64)
+        w = _Worker(algorithm, process, conn, flag_map, flag)
+        for target, name in ((_sender, "send"), (_receiver, "receive")):
+            threading.Thread(
+                target=target,
+                args=(w, self._replies),
+                name=f"firmament-race-{name}-{algorithm}",
+                daemon=True,
+            ).start()
+        return w
 
     def _bury(self, w: _Worker) -> None:
         w.alive = False
         _stop(w, graceful=False)
 
     def _restart_dead(self) -> list[_Worker]:
-        """Replace dead workers with fresh ones that load a full snapshot and then solve.
-
-        A background thread feeds each new worker (it reads nothing until its kernels are
-        warm, and a snapshot is larger than a socket buffer), so the race goes on meanwhile.
-        """
+        """Replace dead workers with fresh ones that load a full snapshot and then solve."""
         fresh_workers: list[_Worker] = []
         for i, w in enumerate(self._workers):
             if w.alive:
@@ -381,47 +356,54 @@ class RacingSolver(FlowSolver):
             if not self._loaded:
                 continue
             graph = self._bound_graph()
-            batches = [graph.snapshot()] if graph is not None else self._history
-
-            messages: list[tuple[Any, ...]] = [("load" if b.reset else "apply", b) for b in batches]
+            for batch in [graph.snapshot()] if graph is not None else self._history:
+                self._send(fresh, ("load" if batch.reset else "apply", batch))
             if self._last is not None:
-                flow, potentials = self._last
-                messages.append(("sync", flow_delta(fresh.base, flow), potentials))
-                fresh.base = flow
-            messages.append(("solve",))
-            fresh.owed.extend(str(m[0]) for m in messages)
-            fresh.feeder = threading.Thread(
-                target=_feed, args=(fresh.conn, messages), name="firmament-race-feeder", daemon=True
-            )
-            fresh.feeder.start()
+                self._send(fresh, ("sync", *self._last))
+            self._send(fresh, ("solve",))
             fresh_workers.append(fresh)
         return fresh_workers
 
 
-def _feed(conn: mpc.Connection, messages: list[tuple[Any, ...]]) -> None:
-    """Send messages in order; a broken pipe shows up to the parent as the worker's death."""
-    with contextlib.suppress(OSError):
-        for message in messages:
-            conn.send(message)
+def _sender(w: _Worker, _replies: object) -> None:
+    """Write `w`'s commands in order; a broken pipe shows up as the receiver's end of file."""
+    with contextlib.suppress(OSError, ValueError):
+        while True:
+            message = w.outbox.get()
+            if message is None:
+                return
+            w.conn.send(message)
+
+
+def _receiver(
+    w: _Worker, replies: queue.SimpleQueue[tuple[_Worker, tuple[Any, ...] | None]]
+) -> None:
+    """Hand every reply of `w` to the caller's thread; report the end of its socket."""
+    try:
+        while True:
+            replies.put((w, w.conn.recv()))
+    except (EOFError, OSError, ValueError):
+        replies.put((w, _DIED))
 
 
 def _shared_flag_fd() -> int:
-    """A file descriptor of 8 zeroed bytes that parent and worker both map (the cancel flag)."""
+    """A file descriptor of zeroed bytes that parent and worker both map (the cancel flag)."""
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create("firmament-race-cancel")
     else:  # pragma: no cover - non-Linux
         fd, path = tempfile.mkstemp(prefix="firmament-race-")
         os.unlink(path)
-    os.ftruncate(fd, 8)
+    os.ftruncate(fd, FLAG_BYTES)
     return fd
 
 
 def _stop(w: _Worker, *, graceful: bool) -> None:
     if graceful and w.process.poll() is None:
-        with contextlib.suppress(Exception):
-            w.cancel[0] = 1
-            w.conn.send(("stop",))
+        w.flag[0] = np.iinfo(np.int64).max  # cancel whatever runs
+        w.outbox.put(("stop",))
+        with contextlib.suppress(subprocess.TimeoutExpired):
             w.process.wait(timeout=2.0)
+    w.outbox.put(None)
     if w.process.poll() is None:
         w.process.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):

@@ -1,0 +1,38 @@
+"""The guard against numba's per-file cache keys: editing any module drops every cached kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from firmament_py.jit import _drop_stale_caches
+
+
+def _package(tmp_path: Path) -> Path:
+    package = tmp_path / "pkg"
+    (package / "__pycache__").mkdir(parents=True)
+    (package / "kernels.py").write_text("def f(): return 1\n")
+    (package / "caller.py").write_text("def g(): return f()\n")
+    return package
+
+
+def _cache_files(package: Path) -> list[str]:
+    return sorted(p.name for p in package.rglob("*.nb?"))
+
+
+def test_caches_survive_while_sources_are_unchanged(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    assert _drop_stale_caches(package)  # first sight: no stamp yet
+    (package / "__pycache__" / "caller.g-1.py311.nbi").write_bytes(b"index")
+    (package / "__pycache__" / "caller.g-1.py311.1.nbc").write_bytes(b"code")
+    assert not _drop_stale_caches(package)
+    assert _cache_files(package) == ["caller.g-1.py311.1.nbc", "caller.g-1.py311.nbi"]
+
+
+def test_editing_another_module_drops_the_callers_cache(tmp_path: Path) -> None:
+    package = _package(tmp_path)
+    _drop_stale_caches(package)
+    (package / "__pycache__" / "caller.g-1.py311.nbi").write_bytes(b"index")
+    (package / "kernels.py").write_text("def f(): return 2\n")  # the callee changes
+    assert _drop_stale_caches(package)
+    assert _cache_files(package) == []
+    assert not _drop_stale_caches(package)  # and the new stamp holds
