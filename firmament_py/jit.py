@@ -33,21 +33,44 @@ def _sources_digest(package: Path) -> str:
     return digest.hexdigest()
 
 
+def _numba_cache_dir() -> str:
+    """NUMBA_CACHE_DIR as numba read it ("" when caches sit beside the sources)."""
+    return str(getattr(numba.config, "CACHE_DIR", ""))
+
+
+def _cache_files(package: Path) -> list[Path]:
+    """numba's cache files for `package`: beside the sources, or under NUMBA_CACHE_DIR."""
+    found = [p for pattern in ("*.nbi", "*.nbc") for p in package.rglob(pattern)]
+    if _numba_cache_dir():
+        # The cache dir mirrors source paths in a way numba keeps private: match by module name
+        # (dropping a same-named module's cache of another package only costs a recompile).
+        stems = {f"{p.stem}." for p in package.rglob("*.py")}
+        for pattern in ("*.nbi", "*.nbc"):
+            for p in Path(_numba_cache_dir()).rglob(pattern):
+                if any(p.name.startswith(stem) for stem in stems):
+                    found.append(p)
+    return found
+
+
 def _drop_stale_caches(package: Path) -> bool:
     """Delete `package`'s numba caches if its sources changed since they were written.
 
-    Returns True if it dropped them (or found none to keep).
+    Returns True if it dropped them. Where the stamp cannot be written (a read-only install)
+    nothing is dropped: numba cannot cache there either, or caches elsewhere per file.
     """
-    stamp = package / "__pycache__" / "numba-sources.sha256"
-    with contextlib.suppress(OSError):  # a read-only install keeps whatever it has
+    cache_root = Path(_numba_cache_dir() or package)
+    stamp = cache_root / "__pycache__" / "firmament-numba-sources.sha256"
+    try:
         current = _sources_digest(package)
         if stamp.exists() and stamp.read_text() == current:
             return False
-        for pattern in ("*.nbi", "*.nbc"):
-            for cached in package.rglob(pattern):
-                cached.unlink(missing_ok=True)
-        stamp.parent.mkdir(exist_ok=True)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(current)
+    except OSError:
+        return False
+    for cached in _cache_files(package):
+        with contextlib.suppress(OSError):
+            cached.unlink()
     return True
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numba
+import pytest
+
 from firmament_py.jit import _drop_stale_caches
 
 
@@ -36,3 +39,18 @@ def test_editing_another_module_drops_the_callers_cache(tmp_path: Path) -> None:
     assert _drop_stale_caches(package)
     assert _cache_files(package) == []
     assert not _drop_stale_caches(package)  # and the new stamp holds
+
+
+def test_caches_under_numba_cache_dir_are_dropped_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = _package(tmp_path)
+    elsewhere = tmp_path / "numba-cache" / "pkg_abc123"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba-cache"))
+    _drop_stale_caches(package)
+    (elsewhere / "caller.g-1.py311.nbi").write_bytes(b"index")
+    (elsewhere / "unrelated.h-1.py311.nbi").write_bytes(b"another package's")
+    (package / "kernels.py").write_text("def f(): return 3\n")
+    assert _drop_stale_caches(package)
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["unrelated.h-1.py311.nbi"]

@@ -282,6 +282,7 @@ def test_explicit_sync_after_a_cancelled_solve(turns: RacingSolver) -> None:
     cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=12))
     first = turns.solve_graph(cluster.graph)
     turns.sync(first.flow, first.potentials)  # the cancelled loser settles before this
+    assert np.array_equal(turns.potentials()[: len(first.potentials)], first.potentials)
     cluster.next_round(0.1)
     result = turns.solve_graph(cluster.graph)
     verify(cluster.graph, result)

@@ -54,7 +54,7 @@ def _global_update(
     bprev: Int64Array,
     settled: Int64Array,
 ) -> bool:  # pragma: no cover - compiled
-    """Reset prices to eps x (distance to a deficit); False if some excess cannot be routed."""
+    """Raise prices by eps x (distance to a deficit); False if some excess cannot be routed."""
     n = len(net.first)
     nb = len(bfirst)
     active = 0
@@ -179,6 +179,47 @@ def _all_excess_reaches_deficit(
 
 
 @kernel
+def _has_admissible(
+    net: ResidualArrays, w: int, scale: int, cur: Int64Array
+) -> bool:  # pragma: no cover - compiled
+    """Whether `w` has an admissible arc; moves its current-arc pointer to the first one."""
+    end = net.first[w] + net.deg[w]
+    pw = net.price[w]
+    t = cur[w]
+    while t < end:
+        if net.rescap[t] > 0 and net.cost[t] * scale - pw + net.price[net.head[t]] < 0:
+            cur[w] = t
+            return True
+        t += 1
+    cur[w] = t
+    return False
+
+
+@kernel
+def _relabel(
+    net: ResidualArrays, v: int, eps: int, scale: int, cur: Int64Array, stats: Int64Array
+) -> bool:  # pragma: no cover - compiled
+    """Raise `v`'s price to eps above its cheapest residual arc; False if it has none."""
+    base = net.first[v]
+    end = base + net.deg[v]
+    best = INF
+    for t in range(base, end):
+        if net.rescap[t] > 0:
+            p = net.cost[t] * scale + net.price[net.head[t]]
+            if p < best:
+                best = p
+    if best == INF:
+        return False
+    net.price[v] = best + eps
+    cur[v] = base
+    stats[_RELABELS] += 1
+    stats[_RELABEL_SCANS] += end - base
+    if end - base > 1000:
+        stats[_HUB_RELABELS] += 1
+    return True
+
+
+@kernel
 def _refine(
     net: ResidualArrays,
     eps: int,
@@ -192,6 +233,7 @@ def _refine(
     bprev: Int64Array,
     settled: Int64Array,
     update_every: int,
+    lookahead: bool,
     cancel: Int64Array,
     stats: Int64Array,
 ) -> int:  # pragma: no cover - compiled
@@ -249,6 +291,19 @@ def _refine(
                 if r > 0:
                     w = net.head[s]
                     if net.cost[s] * scale - pv + net.price[w] < 0:
+                        if (
+                            lookahead
+                            and net.excess[w] >= 0
+                            and not _has_admissible(net, w, scale, cur)
+                        ):
+                            # Look ahead (Goldberg's cs2): w would only push the flow back, so
+                            # relabel it now; the arc may stop being admissible.
+                            if _relabel(net, w, eps, scale, cur, stats):
+                                since_update += 1
+                                relabels += 1
+                                if net.cost[s] * scale - pv + net.price[w] >= 0:
+                                    s += 1
+                                    continue
                         d = net.excess[v] if net.excess[v] < r else r
                         net.rescap[s] = r - d
                         net.rescap[net.mate[s]] += d
@@ -269,24 +324,10 @@ def _refine(
             cur[v] = s
             if net.excess[v] == 0:
                 break
-            # relabel
-            base = net.first[v]
-            best = INF
-            for t in range(base, end):
-                if net.rescap[t] > 0:
-                    p = net.cost[t] * scale + net.price[net.head[t]]
-                    if p < best:
-                        best = p
-            if best == INF:
+            if not _relabel(net, v, eps, scale, cur, stats):
                 for i in range(qsize):
                     inq[queue[(qhead + i) % n]] = 0
                 return _INFEASIBLE
-            net.price[v] = best + eps
-            cur[v] = base
-            stats[_RELABELS] += 1
-            stats[_RELABEL_SCANS] += end - base
-            if end - base > 1000:
-                stats[_HUB_RELABELS] += 1
             relabels += 1
             if relabels > relabel_cap:
                 for i in range(qsize):
@@ -345,6 +386,8 @@ class CostScalingSolver(FlowSolver):
         incremental: bool = True,
         global_updates: bool = True,
         price_refine: bool = True,
+        lookahead: bool = True,
+        update_factor: float = 0.4,
     ) -> None:
         super().__init__()
         if alpha < 2:
@@ -353,6 +396,8 @@ class CostScalingSolver(FlowSolver):
         self.incremental = incremental
         self.global_updates = global_updates
         self.price_refine = price_refine
+        self.lookahead = lookahead
+        self.update_factor = update_factor
         self._scale = 1
         self._fresh = True
         self._work: list[Int64Array] = []
@@ -448,7 +493,7 @@ class CostScalingSolver(FlowSolver):
             violation = int(kernels.worst_violation(a, scale, False))
             eps = max(1, violation, self._max_change * scale)
         self._max_change = 0
-        update_every = (2 * n // 5 + 30) if self.global_updates else 0
+        update_every = int(self.update_factor * n) + 30 if self.global_updates else 0
         status = _OK
         while True:
             eps = max(1, eps // self.alpha)
@@ -471,6 +516,7 @@ class CostScalingSolver(FlowSolver):
                 bprev,
                 settled,
                 update_every,
+                self.lookahead,
                 self._cancel,
                 stats,
             )

@@ -3,7 +3,7 @@
 `RacingSolver` starts each worker as a plain Python subprocess that calls `worker_main` with the
 pipe and flag descriptors, the parent's pid, the algorithm and its options as JSON. It does not
 use multiprocessing, so a worker never re-imports the parent's `__main__` (user scripts need no
-`if __name__ == "__main__"` guard), and it shares nothing with the parent but a socket and an
+`if __name__ == "__main__"` guard), and it shares nothing with the parent but a socket and a
 16-byte cancel flag in shared memory. The protocol is described in `racing.py`.
 """
 

@@ -107,7 +107,7 @@ class _AllWorkersDiedError(SolverError):
 class RacingSolver(FlowSolver):
     """Race two solvers in separate processes; first optimal answer wins.
 
-    `algorithms` names the two (or more) contenders, by default relaxation and incremental
+    `algorithms` names the contenders (usually two), by default relaxation and incremental
     cost scaling; `options` maps an algorithm name to keyword arguments for its constructor.
     """
 
@@ -170,8 +170,10 @@ class RacingSolver(FlowSolver):
 
     def sync(self, flow: Int64Array, potentials: Int64Array) -> None:
         flow = np.array(flow, dtype=np.int64)
+        potentials = np.array(potentials, dtype=np.int64)
         for w in self._live():
             self._send(w, ("sync", flow, potentials))
+        self._last = (flow, potentials)  # what a restarted worker is synced to
 
     def potentials(self) -> Int64Array:
         if self._last is None:
