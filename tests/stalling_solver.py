@@ -15,8 +15,8 @@ STALL_SECONDS = 60.0
 
 
 class _Staller(SuccessiveShortestPathSolver):
-    """Successive shortest path that, on solves whose parity is `stall_parity`, waits to be
-    cancelled before doing anything."""
+    """Successive shortest path that, on chosen solves (by default those whose parity is
+    `stall_parity`), waits to be cancelled before doing anything."""
 
     stall_parity = 0
 
@@ -29,10 +29,13 @@ class _Staller(SuccessiveShortestPathSolver):
         super().use_cancel_flag(flag)
         self._racing = True
 
+    def _stalls_on(self, count: int) -> bool:
+        return count % 2 == self.stall_parity
+
     def _run(self) -> dict[str, float]:
         count = self._solves
         self._solves += 1
-        if self._racing and count % 2 == self.stall_parity:
+        if self._racing and self._stalls_on(count):
             deadline = time.monotonic() + STALL_SECONDS
             while time.monotonic() < deadline:
                 if self.cancel_requested():
@@ -51,3 +54,10 @@ class StallOdd(_Staller):
     """Stalls on its 2nd, 4th, 6th... solve."""
 
     stall_parity = 1
+
+
+class StallAlways(_Staller):
+    """Stalls on every solve until cancelled: it can only lose."""
+
+    def _stalls_on(self, count: int) -> bool:
+        return True

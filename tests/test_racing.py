@@ -313,3 +313,29 @@ def test_registry_imports_solvers_by_path() -> None:
         make_solver("no_such_module:Solver")
     with pytest.raises(ValueError, match="not a FlowSolver subclass"):
         make_solver("tests.stalling_solver:STALL_SECONDS")
+
+
+@pytest.mark.parametrize("hedge", [1e6, None])
+def test_hedged_start_lets_the_favourite_solve_alone(hedge: float | None) -> None:
+    # After the first race the favourite (ssp) starts alone; the staller would only join if ssp
+    # took longer than `hedge` times its last solve (a huge factor here, so that a slow test
+    # machine cannot make it join), so with hedging it never starts again, while without it
+    # every round starts it (and cancels it).
+    race = RacingSolver(algorithms=("ssp", "tests.stalling_solver:StallAlways"), hedge=hedge)
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=14))
+        for _ in range(4):
+            result = race.solve_graph(cluster.graph)
+            verify(cluster.graph, result)
+            assert result.algorithm == "race:ssp"
+            cluster.observe(result.flow)
+            cluster.next_round(0.05)
+        staller = next(w for w in race._workers if w.algorithm.endswith("StallAlways"))
+        assert staller.solves == (1 if hedge is not None else 4)
+    finally:
+        race.close()
+
+
+def test_hedge_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="hedge"):
+        RacingSolver(hedge=-1.0)

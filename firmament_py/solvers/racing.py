@@ -19,6 +19,9 @@ Flows travel as deltas against a *base*: the flow both sides know the worker hol
 * A loser's own solve reply is ignored (it may or may not have finished); the `adopt` that
   follows its `solve` is a delta against the base *before* that solve, which both sides keep.
 
+A hedged start (`hedge`) lets the last winner solve alone for a while before the others join:
+see `RacingSolver._hold_back`.
+
 Cancellation is numbered: the worker writes the number of the solve it is running into the
 second slot of the shared flag, and the parent cancels solve `g` by writing `g` into the first;
 kernels stop when `flag[0] >= flag[1]`. A late cancel can never stop a later solve, and nobody
@@ -73,6 +76,11 @@ _WORKER_BOOT = (
     "worker_main(sys.argv[1:])"
 )
 
+# Hedged start: the last winner solves alone for DEFAULT_HEDGE x its last solve time plus the
+# slack before the others join (None races everybody from the start).
+DEFAULT_HEDGE: float | None = 1.5
+_HEDGE_SLACK_SECONDS = 0.05
+
 # How long a cancelled worker may go on before it is killed and replaced (checked per race).
 _CANCEL_GRACE_SECONDS = 30.0
 
@@ -98,6 +106,7 @@ class _Worker:
     base: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     cancelled_at: float | None = None  # when its unfinished solve was cancelled
     alive: bool = True
+    held: bool = False  # waiting in this race for the favourite to answer (hedged start)
 
 
 class _AllWorkersDiedError(SolverError):
@@ -109,6 +118,8 @@ class RacingSolver(FlowSolver):
 
     `algorithms` names the contenders (usually two), by default relaxation and incremental
     cost scaling; `options` maps an algorithm name to keyword arguments for its constructor.
+    `hedge`: after the first race, the last winner starts alone and the others join after
+    `hedge` times its last solve time (plus 50 ms); None starts everybody at once.
     """
 
     algorithm = "race"
@@ -117,8 +128,13 @@ class RacingSolver(FlowSolver):
         self,
         algorithms: tuple[str, ...] = DEFAULT_PAIR,
         options: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        hedge: float | None = DEFAULT_HEDGE,
     ) -> None:
         super().__init__()
+        if hedge is not None and hedge < 0:
+            raise ValueError(f"hedge must be None or at least 0, got {hedge}")
+        self.hedge = hedge
         if len(algorithms) < 1:
             raise ValueError("a race needs at least one algorithm")
         if "race" in algorithms:
@@ -137,6 +153,7 @@ class RacingSolver(FlowSolver):
         self._replies: queue.SimpleQueue[tuple[_Worker, tuple[Any, ...] | None]]
         self._replies = queue.SimpleQueue()
         self.restarts = 0
+        self._favourite: tuple[str, float] | None = None  # last winner, its solve seconds
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
 
@@ -146,6 +163,7 @@ class RacingSolver(FlowSolver):
         self._ids.load(snapshot)
         self._history = [snapshot]
         self._last = None
+        self._favourite = None
         self._loaded = True
         for w in self._live():
             self._send(w, ("load", snapshot))
@@ -206,10 +224,16 @@ class RacingSolver(FlowSolver):
         flow = apply_delta(winner.base, delta)
         winner.base = flow
         for w in self._live():
-            if w is not winner:
+            if w is winner:
+                continue
+            if w.held:  # never started this solve: it only needs the answer
+                w.held = False
+                self._send(w, ("sync", flow, potentials))
+            else:
                 self._stop_solve(w)
                 self._send(w, ("adopt", flow, potentials))
         self._last = (flow, potentials)
+        self._favourite = (winner.algorithm, float(solver_time))
         return SolveResult(
             cost=int(cost),
             flow=flow.copy(),  # the caller's to keep; `flow` stays the workers' reference
@@ -229,26 +253,46 @@ class RacingSolver(FlowSolver):
             )
         self._replace_stuck()
         racing = set()
+        held = self._hold_back()
         for w in self._live():
-            self._send(w, ("solve",))
-            racing.add(id(w))
+            w.held = w in held
+            if not w.held:
+                self._send(w, ("solve",))
+                racing.add(id(w))
         # Replace dead workers while the live ones already solve; the new ones join the race.
         racing |= {id(w) for w in self._restart_dead()}
+        start_held_at = time.monotonic() + self._hedge_delay() if held else None
         failures: list[str] = []
         died = 0
-        while racing:
-            w, reply = self._replies.get()
+        while racing or start_held_at is not None:
+            if start_held_at is not None and (not racing or time.monotonic() >= start_held_at):
+                # The favourite is late (or failed): the others join the race after all.
+                for x in self._live():
+                    if x.held:
+                        x.held = False
+                        self._send(x, ("solve",))
+                        racing.add(id(x))
+                start_held_at = None
+                continue
+            try:
+                if start_held_at is None:
+                    w, reply = self._replies.get()
+                else:
+                    w, reply = self._replies.get(timeout=max(0.0, start_held_at - time.monotonic()))
+            except queue.Empty:
+                continue
             if not w.alive:
                 continue  # a buried worker's last words
             if reply is _DIED:
                 self._bury(w)
-                if id(w) in racing:
+                was_racing = id(w) in racing
+                if was_racing:
                     racing.discard(id(w))
                     failures.append(f"{w.algorithm} worker died (exit code {w.process.poll()})")
                     died += 1
-                    if died <= len(self._workers) and restartable:
-                        # Its replacement joins this race at once: the others may be slow.
-                        racing |= {id(x) for x in self._restart_dead()}
+                if (was_racing or w.held) and died <= len(self._workers) and restartable:
+                    # Its replacement joins this race at once: the others may be slow.
+                    racing |= {id(x) for x in self._restart_dead()}
                 continue
             tag, number = w.owed.popleft()
             if tag != "solve":
@@ -275,6 +319,26 @@ class RacingSolver(FlowSolver):
         if died and died == len(failures):
             raise _AllWorkersDiedError("; ".join(failures))
         raise SolverError("every racing solver failed: " + "; ".join(failures or ["no workers"]))
+
+    def _hold_back(self) -> list[_Worker]:
+        """The workers that wait while the last winner solves alone (hedged start).
+
+        Two solvers on two cores slow each other down (shared caches and memory bandwidth), so
+        racing every round costs the usual winner a third of its speed. With `hedge` set, the
+        last winner starts alone and the others join only if it has not answered within
+        `hedge` times its last solve time (plus 50 ms): the race then costs little when the
+        favourite stays fast, and still catches a round where it degrades.
+        """
+        if self.hedge is None or self._favourite is None:
+            return []
+        live = self._live()
+        if not any(w.algorithm == self._favourite[0] for w in live):
+            return []
+        return [w for w in live if w.algorithm != self._favourite[0]]
+
+    def _hedge_delay(self) -> float:
+        assert self.hedge is not None and self._favourite is not None
+        return self.hedge * self._favourite[1] + _HEDGE_SLACK_SECONDS
 
     def _stop_solve(self, w: _Worker) -> None:
         """Stop `w`'s latest solve if it is still running (its reply is still owed)."""
