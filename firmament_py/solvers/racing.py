@@ -76,7 +76,7 @@ _WORKER_BOOT = (
     "worker_main(sys.argv[1:])"
 )
 
-# Hedged start: the last winner solves alone for DEFAULT_HEDGE x its last solve time plus the
+# Hedged start: the last winner solves alone for DEFAULT_HEDGE x its last race time plus the
 # slack before the others join (None races everybody from the start).
 DEFAULT_HEDGE: float | None = 1.5
 _HEDGE_SLACK_SECONDS = 0.05
@@ -119,7 +119,7 @@ class RacingSolver(FlowSolver):
     `algorithms` names the contenders (usually two), by default relaxation and incremental
     cost scaling; `options` maps an algorithm name to keyword arguments for its constructor.
     `hedge`: after the first race, the last winner starts alone and the others join after
-    `hedge` times its last solve time (plus 50 ms); None starts everybody at once.
+    `hedge` times its last race time (plus 50 ms); None starts everybody at once.
     """
 
     algorithm = "race"
@@ -153,7 +153,7 @@ class RacingSolver(FlowSolver):
         self._replies: queue.SimpleQueue[tuple[_Worker, tuple[Any, ...] | None]]
         self._replies = queue.SimpleQueue()
         self.restarts = 0
-        self._favourite: tuple[str, float] | None = None  # last winner, its solve seconds
+        self._favourite: tuple[str, float] | None = None  # last winner, its race's seconds
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
 
@@ -233,7 +233,9 @@ class RacingSolver(FlowSolver):
                 self._stop_solve(w)
                 self._send(w, ("adopt", flow, potentials))
         self._last = (flow, potentials)
-        self._favourite = (winner.algorithm, float(solver_time))
+        # The favourite's time as the caller saw it: the worker may still have been applying
+        # the round's batch when the solve was asked for, and will be next round too.
+        self._favourite = (winner.algorithm, time.perf_counter() - start)
         return SolveResult(
             cost=int(cost),
             flow=flow.copy(),  # the caller's to keep; `flow` stays the workers' reference
@@ -323,11 +325,11 @@ class RacingSolver(FlowSolver):
     def _hold_back(self) -> list[_Worker]:
         """The workers that wait while the last winner solves alone (hedged start).
 
-        Two solvers on two cores slow each other down (shared caches and memory bandwidth), so
-        racing every round costs the usual winner a third of its speed. With `hedge` set, the
-        last winner starts alone and the others join only if it has not answered within
-        `hedge` times its last solve time (plus 50 ms): the race then costs little when the
-        favourite stays fast, and still catches a round where it degrades.
+        On two cores a full race slows the usual winner down: every worker applies each batch
+        and solves at once, sharing caches and memory bandwidth with the others and the caller.
+        With `hedge` set, the last winner starts alone and the others join only if it has not
+        answered within `hedge` times its last race time (plus 50 ms): the race then costs
+        little while the favourite stays fast, and still catches a round where it degrades.
         """
         if self.hedge is None or self._favourite is None:
             return []
