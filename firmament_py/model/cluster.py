@@ -1,0 +1,548 @@
+"""`ClusterState`: the one owner of the cluster's jobs, tasks, machines and topology.
+
+It applies events and the scheduler's placement decisions (place, preempt, migrate) and does
+nothing else: no I/O, no clock, no solver, no policy. What it guarantees:
+
+* Every request is checked in full before anything changes. A refused one raises
+  `ClusterError` (unknown or duplicate id, illegal state change, a machine without room, time
+  running backwards) and leaves the state exactly as it was.
+* The invariants listed in `validate()` hold after every call: a task is RUNNING exactly when
+  it has a machine; a machine's `reserved` is the sum of its running tasks' requests and fits
+  in its capacity; it runs no more tasks than it has slots; racks and pods hold exactly the
+  live machines; every task belongs to a live job.
+* A machine that fails or is removed gives its running tasks back: each is evicted and
+  re-queued as RUNNABLE, and the `TaskTransition` records say so.
+* Iteration follows insertion order everywhere, so the same events give the same state and the
+  same records in the same order.
+
+Every change returns the `TaskTransition` records it caused, which later rooms (the graph
+manager, the service's replies, the simulator's metrics) consume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from firmament_py.model.entities import Job, Machine, Pod, Rack, Task
+from firmament_py.model.errors import ClusterError, InvariantViolation
+from firmament_py.model.events import (
+    ClusterEvent,
+    Event,
+    MachineAdded,
+    MachineFailed,
+    MachineRemoved,
+    MachineStats,
+    MachineUpdated,
+    TaskCompleted,
+    TaskFailed,
+    TaskRemoved,
+    TaskStats,
+    TaskSubmitted,
+    TaskUpdated,
+)
+from firmament_py.model.ids import JobId, MachineId, PodId, RackId, TaskId, Time, check_time
+from firmament_py.model.labels import matches
+from firmament_py.model.resources import NO_RESOURCES
+from firmament_py.model.states import (
+    FINAL_STATES,
+    TaskState,
+    TaskTransition,
+    TransitionCause,
+    check_transition,
+)
+
+__all__ = ["ClusterError", "ClusterState"]
+
+
+class ClusterState:
+    """Jobs, tasks and machines, changed only by events and placement decisions."""
+
+    def __init__(self) -> None:
+        self._now: Time = 0
+        self._jobs: dict[JobId, Job] = {}
+        self._tasks: dict[TaskId, Task] = {}
+        self._machines: dict[MachineId, Machine] = {}
+        self._racks: dict[RackId, Rack] = {}
+        self._pods: dict[PodId, Pod] = {}
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def now(self) -> Time:
+        """The time of the latest accepted change (0 before any); no change may be earlier."""
+        return self._now
+
+    @property
+    def jobs(self) -> Mapping[JobId, Job]:
+        """Live jobs, in submission order (a read-only view)."""
+        return MappingProxyType(self._jobs)
+
+    @property
+    def tasks(self) -> Mapping[TaskId, Task]:
+        """Tasks in any state until removed, in submission order (a read-only view)."""
+        return MappingProxyType(self._tasks)
+
+    @property
+    def machines(self) -> Mapping[MachineId, Machine]:
+        """Live machines, in the order they were added (a read-only view)."""
+        return MappingProxyType(self._machines)
+
+    @property
+    def racks(self) -> Mapping[RackId, Rack]:
+        """Racks holding at least one live machine (a read-only view)."""
+        return MappingProxyType(self._racks)
+
+    @property
+    def pods(self) -> Mapping[PodId, Pod]:
+        """Pods holding at least one rack (a read-only view)."""
+        return MappingProxyType(self._pods)
+
+    def job(self, job_id: JobId) -> Job:
+        """The job `job_id`; ClusterError if there is none."""
+        try:
+            return self._jobs[job_id]
+        except KeyError:
+            raise ClusterError(f"unknown job {job_id!r}") from None
+
+    def task(self, task_id: TaskId) -> Task:
+        """The task `task_id`; ClusterError if there is none."""
+        try:
+            return self._tasks[task_id]
+        except KeyError:
+            raise ClusterError(f"unknown task {task_id}") from None
+
+    def machine(self, machine_id: MachineId) -> Machine:
+        """The machine `machine_id`; ClusterError if there is none."""
+        try:
+            return self._machines[machine_id]
+        except KeyError:
+            raise ClusterError(f"unknown machine {machine_id!r}") from None
+
+    def runnable_tasks(self) -> list[Task]:
+        """The tasks waiting for a machine, in submission order."""
+        return [task for task in self._tasks.values() if task.state is TaskState.RUNNABLE]
+
+    def placement_problem(self, task_id: TaskId, machine_id: MachineId) -> str | None:
+        """Why `place` (for a runnable task) or `migrate` (for a running one) would refuse to
+        put the task on the machine now, or None if it would not."""
+        task, machine = self.task(task_id), self.machine(machine_id)
+        if task.state not in (TaskState.RUNNABLE, TaskState.RUNNING):
+            return f"task {task_id} is {task.state.value}, neither runnable nor running"
+        return self._fit_problem(task, machine)
+
+    # ------------------------------------------------------------------ events
+
+    def apply(self, event: ClusterEvent) -> tuple[TaskTransition, ...]:
+        """Apply one event; return the task transitions it caused, in order.
+
+        Raises ClusterError, with nothing changed, if the event names an unknown task or
+        machine, adds one that exists, asks for an illegal task state change, would overcommit
+        a machine, or is older than `now`.
+        """
+        if not isinstance(event, Event):
+            raise TypeError(f"not a cluster event: {event!r}")
+        self._check_time(event.time)
+        transitions: tuple[TaskTransition, ...]
+        match event:
+            case TaskSubmitted():
+                transitions = self._submit(event)
+            case TaskCompleted():
+                task = self.task(event.task_id)
+                transitions = (
+                    self._finish(task, TaskState.COMPLETED, event.time, TransitionCause.COMPLETED),
+                )
+            case TaskFailed():
+                task = self.task(event.task_id)
+                transitions = (
+                    self._finish(task, TaskState.FAILED, event.time, TransitionCause.FAILED),
+                )
+                task.failure_reason = event.reason
+            case TaskRemoved():
+                transitions = (self._remove_task(event),)
+            case TaskUpdated():
+                self._update_task(event)
+                transitions = ()
+            case MachineAdded():
+                self._add_machine(event)
+                transitions = ()
+            case MachineFailed():
+                transitions = self._lose_machine(event, TransitionCause.MACHINE_FAILED)
+            case MachineRemoved():
+                transitions = self._lose_machine(event, TransitionCause.MACHINE_REMOVED)
+            case MachineUpdated():
+                self._update_machine(event)
+                transitions = ()
+            case TaskStats():
+                self.task(event.task_id).measured_usage = event.usage
+                transitions = ()
+            case MachineStats():
+                self.machine(event.machine_id).measured_usage = event.usage
+                transitions = ()
+            case _:
+                raise TypeError(f"not a cluster event: {event!r}")
+        self._now = event.time
+        return transitions
+
+    def _submit(self, event: TaskSubmitted) -> tuple[TaskTransition, ...]:
+        if event.task_id in self._tasks:
+            existing = self._tasks[event.task_id]
+            raise ClusterError(
+                f"task {event.task_id} already exists (job {existing.job_id!r}, "
+                f"{existing.state.value})"
+            )
+        job = self._jobs.get(event.job_id)
+        if job is None:
+            job = Job(event.job_id, event.task_id, event.priority, event.time)
+            self._jobs[job.job_id] = job
+        task = Task(
+            task_id=event.task_id,
+            job_id=event.job_id,
+            request=event.request,
+            priority=event.priority,
+            labels=event.labels,
+            selectors=event.selectors,
+            submit_time=event.time,
+        )
+        self._tasks[task.task_id] = task
+        job.task_ids[task.task_id] = None
+        return (self._transition(task, TaskState.RUNNABLE, event.time, TransitionCause.SUBMITTED),)
+
+    def _remove_task(self, event: TaskRemoved) -> TaskTransition:
+        task = self.task(event.task_id)
+        from_machine = self._detach(task) if task.state is TaskState.RUNNING else None
+        del self._tasks[task.task_id]
+        job = self._jobs[task.job_id]
+        del job.task_ids[task.task_id]
+        if not job.task_ids:
+            del self._jobs[job.job_id]
+        return TaskTransition(
+            event.time, task.task_id, task.state, None, TransitionCause.REMOVED, from_machine
+        )
+
+    def _update_task(self, event: TaskUpdated) -> None:
+        task = self.task(event.task_id)
+        if event.request is not None and task.machine_id is not None:
+            machine = self._machines[task.machine_id]
+            reserved = machine.reserved - task.request + event.request
+            if not reserved.fits_within(machine.capacity):
+                raise ClusterError(
+                    f"task {task.task_id}'s new request does not fit on machine "
+                    f"{machine.machine_id!r}, where it runs "
+                    f"({reserved.describe_excess(machine.capacity)}); preempt it first"
+                )
+            machine.reserved = reserved
+        if event.request is not None:
+            task.request = event.request
+        if event.priority is not None:
+            task.priority = event.priority
+        if event.labels is not None:
+            task.labels = event.labels
+        if event.selectors is not None:
+            task.selectors = event.selectors
+
+    def _add_machine(self, event: MachineAdded) -> None:
+        if event.machine_id in self._machines:
+            raise ClusterError(f"machine {event.machine_id!r} already exists")
+        rack = self._racks.get(event.rack_id)
+        if rack is not None and rack.pod_id != event.pod_id:
+            raise ClusterError(
+                f"machine {event.machine_id!r} names rack {event.rack_id!r} in pod "
+                f"{event.pod_id!r}, but that rack is in pod {rack.pod_id!r}"
+            )
+        if rack is None:
+            pod = self._pods.setdefault(event.pod_id, Pod(event.pod_id))
+            rack = Rack(event.rack_id, event.pod_id)
+            self._racks[rack.rack_id] = rack
+            pod.rack_ids[rack.rack_id] = None
+        self._machines[event.machine_id] = Machine(
+            machine_id=event.machine_id,
+            rack_id=event.rack_id,
+            capacity=event.capacity,
+            slots=event.slots,
+            labels=event.labels,
+            added_time=event.time,
+        )
+        rack.machine_ids[event.machine_id] = None
+
+    def _lose_machine(
+        self, event: MachineFailed | MachineRemoved, cause: TransitionCause
+    ) -> tuple[TaskTransition, ...]:
+        machine = self.machine(event.machine_id)
+        transitions: list[TaskTransition] = []
+        for task_id in list(machine.running_task_ids):
+            transitions.extend(self._evict(self._tasks[task_id], event.time, cause))
+        del self._machines[machine.machine_id]
+        rack = self._racks[machine.rack_id]
+        del rack.machine_ids[machine.machine_id]
+        if not rack.machine_ids:
+            del self._racks[rack.rack_id]
+            pod = self._pods[rack.pod_id]
+            del pod.rack_ids[rack.rack_id]
+            if not pod.rack_ids:
+                del self._pods[pod.pod_id]
+        return tuple(transitions)
+
+    def _update_machine(self, event: MachineUpdated) -> None:
+        machine = self.machine(event.machine_id)
+        if event.capacity is not None and not machine.reserved.fits_within(event.capacity):
+            raise ClusterError(
+                f"machine {machine.machine_id!r}'s new capacity is below what its running tasks "
+                f"reserve ({machine.reserved.describe_excess(event.capacity)}); "
+                "preempt tasks first"
+            )
+        if event.slots is not None and event.slots < len(machine.running_task_ids):
+            raise ClusterError(
+                f"machine {machine.machine_id!r} cannot have {event.slots} slots: "
+                f"{len(machine.running_task_ids)} tasks run on it; preempt tasks first"
+            )
+        if event.capacity is not None:
+            machine.capacity = event.capacity
+        if event.slots is not None:
+            machine.slots = event.slots
+        if event.labels is not None:
+            machine.labels = event.labels
+
+    # ------------------------------------------------------------------ decisions
+
+    def place(self, task_id: TaskId, machine_id: MachineId, *, time: Time) -> TaskTransition:
+        """Start the runnable task `task_id` on `machine_id` at `time`.
+
+        Refused (ClusterError, nothing changed) for an unknown task or machine, a task that is
+        not RUNNABLE (`IllegalTransition`), or a machine without a free slot, without room for
+        the task's request, or whose labels fail the task's selectors.
+        """
+        task, machine = self.task(task_id), self.machine(machine_id)
+        self._check_time(time)
+        check_transition(task_id, task.state, TaskState.RUNNING)
+        problem = self._fit_problem(task, machine)
+        if problem is not None:
+            raise ClusterError(f"cannot place task {task_id} on machine {machine_id!r}: {problem}")
+        self._attach(task, machine)
+        self._now = time
+        return self._transition(
+            task, TaskState.RUNNING, time, TransitionCause.PLACED, to_machine_id=machine_id
+        )
+
+    def preempt(self, task_id: TaskId, *, time: Time) -> tuple[TaskTransition, ...]:
+        """Take the running task `task_id` off its machine and re-queue it as RUNNABLE.
+
+        Refused (`IllegalTransition`, nothing changed) unless the task is RUNNING.
+        """
+        task = self.task(task_id)
+        self._check_time(time)
+        check_transition(task_id, task.state, TaskState.EVICTED)
+        transitions = self._evict(task, time, TransitionCause.PREEMPTED)
+        self._now = time
+        return transitions
+
+    def migrate(self, task_id: TaskId, machine_id: MachineId, *, time: Time) -> TaskTransition:
+        """Move the running task `task_id` to another machine; it stays RUNNING.
+
+        Refused (ClusterError, nothing changed) for an unknown task or machine, a task that is
+        not RUNNING, its own machine, or a machine where `place` would refuse it.
+        """
+        task, machine = self.task(task_id), self.machine(machine_id)
+        self._check_time(time)
+        if task.state is not TaskState.RUNNING:
+            raise ClusterError(f"cannot migrate task {task_id}: it is {task.state.value}")
+        problem = self._fit_problem(task, machine)
+        if problem is not None:
+            raise ClusterError(
+                f"cannot migrate task {task_id} to machine {machine_id!r}: {problem}"
+            )
+        from_machine = self._detach(task)
+        self._attach(task, machine)
+        self._now = time
+        return TaskTransition(
+            time,
+            task_id,
+            TaskState.RUNNING,
+            TaskState.RUNNING,
+            TransitionCause.MIGRATED,
+            from_machine,
+            machine_id,
+        )
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _check_time(self, time: Time) -> None:
+        check_time(time)
+        if time < self._now:
+            raise ClusterError(
+                f"time {time} is before the cluster's current time {self._now}; "
+                "changes must arrive in time order"
+            )
+
+    def _fit_problem(self, task: Task, machine: Machine) -> str | None:
+        if task.machine_id == machine.machine_id:
+            return f"task {task.task_id} already runs there"
+        if machine.free_slots <= 0:
+            return f"machine {machine.machine_id!r} has no free slot (all {machine.slots} taken)"
+        if not task.request.fits_within(machine.free):
+            return (
+                f"task {task.task_id} requests more than machine {machine.machine_id!r} has "
+                f"free ({task.request.describe_excess(machine.free)})"
+            )
+        if not matches(task.selectors, machine.labels):
+            failing = [str(s) for s in task.selectors if not s.matches(machine.labels)]
+            return (
+                f"the labels of machine {machine.machine_id!r} ({dict(machine.labels)}) fail "
+                f"task {task.task_id}'s selectors {failing}"
+            )
+        return None
+
+    def _attach(self, task: Task, machine: Machine) -> None:
+        task.machine_id = machine.machine_id
+        machine.running_task_ids[task.task_id] = None
+        machine.reserved = machine.reserved + task.request
+
+    def _detach(self, task: Task) -> MachineId:
+        """Free the task's slot and reservation; return the machine it left."""
+        assert task.machine_id is not None
+        machine = self._machines[task.machine_id]
+        del machine.running_task_ids[task.task_id]
+        machine.reserved = machine.reserved - task.request
+        task.machine_id = None
+        return machine.machine_id
+
+    def _evict(
+        self, task: Task, time: Time, cause: TransitionCause
+    ) -> tuple[TaskTransition, TaskTransition]:
+        from_machine = self._detach(task)
+        evicted = self._transition(
+            task, TaskState.EVICTED, time, cause, from_machine_id=from_machine
+        )
+        requeued = self._transition(task, TaskState.RUNNABLE, time, TransitionCause.REQUEUED)
+        return evicted, requeued
+
+    def _finish(
+        self, task: Task, to_state: TaskState, time: Time, cause: TransitionCause
+    ) -> TaskTransition:
+        check_transition(task.task_id, task.state, to_state)
+        from_machine = self._detach(task) if task.state is TaskState.RUNNING else None
+        return self._transition(task, to_state, time, cause, from_machine_id=from_machine)
+
+    def _transition(
+        self,
+        task: Task,
+        to_state: TaskState,
+        time: Time,
+        cause: TransitionCause,
+        *,
+        from_machine_id: MachineId | None = None,
+        to_machine_id: MachineId | None = None,
+    ) -> TaskTransition:
+        """Change the task's state and its time accounting; the machine is the caller's."""
+        from_state = task.state
+        check_transition(task.task_id, from_state, to_state)
+        if task.runnable_since is not None:
+            task.total_unscheduled_time += time - task.runnable_since
+            task.runnable_since = None
+        if from_state is TaskState.RUNNING and task.start_time is not None:
+            task.total_run_time += time - task.start_time
+        task.state = to_state
+        if to_state is TaskState.RUNNABLE:
+            task.runnable_since = time
+        elif to_state is TaskState.RUNNING:
+            task.start_time = time
+        elif to_state is TaskState.EVICTED:
+            task.eviction_count += 1
+        elif to_state in FINAL_STATES:
+            task.finish_time = time
+        return TaskTransition(
+            time, task.task_id, from_state, to_state, cause, from_machine_id, to_machine_id
+        )
+
+    # ------------------------------------------------------------------ invariants
+
+    def invariant_violations(self) -> list[str]:
+        """Every way in which the state contradicts itself (empty when it is consistent)."""
+        problems: list[str] = []
+        for job in self._jobs.values():
+            if not job.task_ids:
+                problems.append(f"job {job.job_id!r} has no tasks")
+            for task_id in job.task_ids:
+                member_task = self._tasks.get(task_id)
+                if member_task is None or member_task.job_id != job.job_id:
+                    problems.append(f"job {job.job_id!r} lists task {task_id}, not its own")
+        for task in self._tasks.values():
+            problems.extend(self._task_violations(task))
+        for machine in self._machines.values():
+            problems.extend(self._machine_violations(machine))
+        for rack in self._racks.values():
+            pod = self._pods.get(rack.pod_id)
+            if pod is None or rack.rack_id not in pod.rack_ids:
+                problems.append(f"rack {rack.rack_id!r} is not in its pod {rack.pod_id!r}")
+            if not rack.machine_ids:
+                problems.append(f"rack {rack.rack_id!r} has no machines")
+            for machine_id in rack.machine_ids:
+                member = self._machines.get(machine_id)
+                if member is None or member.rack_id != rack.rack_id:
+                    problems.append(f"rack {rack.rack_id!r} lists machine {machine_id!r}")
+        for pod in self._pods.values():
+            if not pod.rack_ids:
+                problems.append(f"pod {pod.pod_id!r} has no racks")
+            for rack_id in pod.rack_ids:
+                listed = self._racks.get(rack_id)
+                if listed is None or listed.pod_id != pod.pod_id:
+                    problems.append(f"pod {pod.pod_id!r} lists rack {rack_id!r}")
+        return problems
+
+    def _task_violations(self, task: Task) -> list[str]:
+        name = f"task {task.task_id} ({task.state.value})"
+        problems: list[str] = []
+        job = self._jobs.get(task.job_id)
+        if job is None or task.task_id not in job.task_ids:
+            problems.append(f"{name} is not listed by its job {task.job_id!r}")
+        if task.state in (TaskState.CREATED, TaskState.EVICTED):
+            problems.append(f"{name} rests in a passing state")
+        if (task.state is TaskState.RUNNING) != (task.machine_id is not None):
+            problems.append(f"{name} has machine {task.machine_id!r}")
+        if task.machine_id is not None:
+            machine = self._machines.get(task.machine_id)
+            if machine is None or task.task_id not in machine.running_task_ids:
+                problems.append(f"{name} is not listed by its machine {task.machine_id!r}")
+        if (task.state is TaskState.RUNNABLE) != (task.runnable_since is not None):
+            problems.append(f"{name} has runnable_since {task.runnable_since}")
+        if (task.state in FINAL_STATES) != (task.finish_time is not None):
+            problems.append(f"{name} has finish_time {task.finish_time}")
+        if task.state is TaskState.RUNNING and task.start_time is None:
+            problems.append(f"{name} has no start_time")
+        for label, value in (
+            ("runnable_since", task.runnable_since),
+            ("start_time", task.start_time),
+            ("finish_time", task.finish_time),
+        ):
+            if value is not None and not task.submit_time <= value <= self._now:
+                problems.append(f"{name} has {label} {value} outside [submit time, now]")
+        if task.total_unscheduled_time < 0 or task.total_run_time < 0:
+            problems.append(f"{name} has a negative total time")
+        return problems
+
+    def _machine_violations(self, machine: Machine) -> list[str]:
+        name = f"machine {machine.machine_id!r}"
+        problems: list[str] = []
+        reserved = NO_RESOURCES
+        for task_id in machine.running_task_ids:
+            task = self._tasks.get(task_id)
+            if task is None or task.machine_id != machine.machine_id:
+                problems.append(f"{name} lists task {task_id}, which does not run there")
+            else:
+                reserved = reserved + task.request
+        if reserved != machine.reserved:
+            problems.append(f"{name} reserves {machine.reserved}, its tasks request {reserved}")
+        if len(machine.running_task_ids) > machine.slots:
+            problems.append(f"{name} runs {len(machine.running_task_ids)} > {machine.slots} tasks")
+        if not machine.reserved.fits_within(machine.capacity):
+            problems.append(f"{name} reserves more than its capacity")
+        rack = self._racks.get(machine.rack_id)
+        if rack is None or machine.machine_id not in rack.machine_ids:
+            problems.append(f"{name} is not listed by its rack {machine.rack_id!r}")
+        return problems
+
+    def validate(self) -> None:
+        """Raise InvariantViolation listing every inconsistency; a bug if it ever raises."""
+        problems = self.invariant_violations()
+        if problems:
+            raise InvariantViolation("cluster state is inconsistent:\n  " + "\n  ".join(problems))

@@ -1,0 +1,109 @@
+"""Resource vectors: what a task requests, what a machine offers, and what is measured.
+
+One immutable type serves requests, capacities, reservations, measured usage and the
+differences between them. Every dimension is an integer in a fixed unit, so vectors add and
+compare exactly and fit the int64 arrays and costs of the flow network:
+
+=====================  =====================================================================
+cpu_millicores         thousandths of a CPU core (Kubernetes' "m"; 1500 = one and a half cores)
+ram_bytes              bytes of memory
+disk_bytes             bytes of local disk
+net_rx_bytes_per_s     network receive bandwidth, bytes per second
+net_tx_bytes_per_s     network transmit bandwidth, bytes per second
+=====================  =====================================================================
+
+These are the dimensions the planned policies need (cpu and ram fit, network bandwidth). A
+vector may hold negative values, as a difference (a machine's free resources minus a request);
+requests and capacities are checked to be non-negative where they enter the model. Every value,
+and every sum or difference, must fit in int64: arithmetic that would leave that range raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from firmament_py.model.ids import check_int64
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """An amount of each resource dimension (units in the module docstring)."""
+
+    cpu_millicores: int = 0
+    ram_bytes: int = 0
+    disk_bytes: int = 0
+    net_rx_bytes_per_s: int = 0
+    net_tx_bytes_per_s: int = 0
+
+    DIMENSIONS: ClassVar[tuple[str, ...]] = (
+        "cpu_millicores",
+        "ram_bytes",
+        "disk_bytes",
+        "net_rx_bytes_per_s",
+        "net_tx_bytes_per_s",
+    )
+
+    def __post_init__(self) -> None:
+        for name in self.DIMENSIONS:
+            check_int64(name, getattr(self, name))
+
+    def as_tuple(self) -> tuple[int, int, int, int, int]:
+        """The values in the order of `DIMENSIONS`."""
+        return (
+            self.cpu_millicores,
+            self.ram_bytes,
+            self.disk_bytes,
+            self.net_rx_bytes_per_s,
+            self.net_tx_bytes_per_s,
+        )
+
+    def __add__(self, other: Resources) -> Resources:
+        if not isinstance(other, Resources):
+            return NotImplemented
+        return Resources(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
+
+    def __sub__(self, other: Resources) -> Resources:
+        if not isinstance(other, Resources):
+            return NotImplemented
+        return Resources(*(a - b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
+
+    def fits_within(self, available: Resources) -> bool:
+        """True if no dimension of this vector exceeds the same dimension of `available`."""
+        return all(a <= b for a, b in zip(self.as_tuple(), available.as_tuple(), strict=True))
+
+    def exceeded_dimensions(self, available: Resources) -> tuple[str, ...]:
+        """The names of the dimensions in which this vector exceeds `available` (for errors)."""
+        return tuple(
+            name
+            for name, a, b in zip(
+                self.DIMENSIONS, self.as_tuple(), available.as_tuple(), strict=True
+            )
+            if a > b
+        )
+
+    def is_non_negative(self) -> bool:
+        """True if every dimension is zero or more."""
+        return all(value >= 0 for value in self.as_tuple())
+
+    def require_non_negative(self, what: str) -> Resources:
+        """Return self, or raise ValueError naming `what` and the negative dimensions."""
+        negative = [
+            f"{name}={value}"
+            for name, value in zip(self.DIMENSIONS, self.as_tuple(), strict=True)
+            if value < 0
+        ]
+        if negative:
+            raise ValueError(f"{what} must not be negative: {', '.join(negative)}")
+        return self
+
+    def describe_excess(self, available: Resources) -> str:
+        """`"cpu_millicores 500 > 200, ..."` for each dimension exceeding `available`."""
+        return ", ".join(
+            f"{name} {getattr(self, name)} > {getattr(available, name)}"
+            for name in self.exceeded_dimensions(available)
+        )
+
+
+NO_RESOURCES = Resources()
+"""The zero vector: the request of a task that only needs a slot."""

@@ -1,0 +1,623 @@
+"""Tests of `ClusterState`: events, placement decisions, refusals that change nothing, machine
+loss re-queuing tasks, time accounting, and invariants under random sequences of changes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from firmament_py.model import (
+    ClusterError,
+    ClusterEvent,
+    ClusterState,
+    IllegalTransition,
+    InvariantViolation,
+    LabelSelector,
+    MachineAdded,
+    MachineFailed,
+    MachineRemoved,
+    MachineStats,
+    MachineUpdated,
+    Resources,
+    TaskCompleted,
+    TaskFailed,
+    TaskRemoved,
+    TaskState,
+    TaskStats,
+    TaskSubmitted,
+    TaskTransition,
+    TaskUpdated,
+    TransitionCause,
+)
+
+CPU = Resources(cpu_millicores=1000, ram_bytes=1 << 30)
+
+
+def snapshot(cluster: ClusterState) -> str:
+    """Everything the cluster state holds, as a comparable string."""
+    return repr(
+        (
+            cluster.now,
+            list(cluster.jobs.values()),
+            list(cluster.tasks.values()),
+            list(cluster.machines.values()),
+            list(cluster.racks.values()),
+            list(cluster.pods.values()),
+        )
+    )
+
+
+def refused(cluster: ClusterState, change: Callable[[], object], pattern: str) -> None:
+    """Assert that `change` raises ClusterError matching `pattern` and changes nothing."""
+    before = snapshot(cluster)
+    with pytest.raises(ClusterError, match=pattern):
+        change()
+    assert snapshot(cluster) == before
+    cluster.validate()
+
+
+def machine(machine_id: str, slots: int = 2, capacity: Resources = CPU, **kw: Any) -> MachineAdded:
+    return MachineAdded(time=0, machine_id=machine_id, capacity=capacity, slots=slots, **kw)
+
+
+def submit(task_id: int, job_id: str = "j", time: int = 0, **kw: Any) -> TaskSubmitted:
+    return TaskSubmitted(time=time, task_id=task_id, job_id=job_id, **kw)
+
+
+def cluster_with(*events: ClusterEvent) -> ClusterState:
+    cluster = ClusterState()
+    for event in events:
+        cluster.apply(event)
+    cluster.validate()
+    return cluster
+
+
+# ---------------------------------------------------------------------- tasks and jobs
+
+
+def test_submission_creates_the_job_with_its_root_task_and_queues_the_task() -> None:
+    cluster = ClusterState()
+    (record,) = cluster.apply(submit(1, "j", time=10, priority=3))
+    assert record == TaskTransition(
+        10, 1, TaskState.CREATED, TaskState.RUNNABLE, TransitionCause.SUBMITTED
+    )
+    cluster.apply(submit(2, "j", time=11, priority=9))
+    job = cluster.job("j")
+    assert (job.root_task_id, job.priority, job.submit_time) == (1, 3, 10)
+    assert list(job.task_ids) == [1, 2]
+    task = cluster.task(2)
+    assert (task.state, task.submit_time, task.runnable_since, task.priority) == (
+        TaskState.RUNNABLE,
+        11,
+        11,
+        9,
+    )
+    assert [t.task_id for t in cluster.runnable_tasks()] == [1, 2]
+    assert cluster.now == 11
+    cluster.validate()
+
+
+def test_duplicate_and_unknown_task_ids_are_refused_without_change() -> None:
+    cluster = cluster_with(submit(1, "j"))
+    refused(cluster, lambda: cluster.apply(submit(1, "other")), "task 1 already exists")
+    unknown: list[ClusterEvent] = [
+        TaskCompleted(time=1, task_id=9),
+        TaskFailed(time=1, task_id=9),
+        TaskRemoved(time=1, task_id=9),
+        TaskUpdated(time=1, task_id=9, priority=1),
+        TaskStats(time=1, task_id=9, usage=CPU),
+    ]
+    for event in unknown:
+        refused(cluster, partial(cluster.apply, event), "unknown task 9")
+    refused(cluster, lambda: cluster.job("nope"), "unknown job 'nope'")
+
+
+def test_completing_a_task_that_does_not_run_is_an_illegal_transition() -> None:
+    cluster = cluster_with(submit(1))
+    with pytest.raises(IllegalTransition, match="task 1 cannot go from runnable to completed"):
+        cluster.apply(TaskCompleted(time=1, task_id=1))
+    assert cluster.task(1).state is TaskState.RUNNABLE
+
+
+def test_a_final_task_stays_final() -> None:
+    cluster = cluster_with(machine("m"), submit(1))
+    cluster.place(1, "m", time=1)
+    cluster.apply(TaskCompleted(time=2, task_id=1))
+    refused(cluster, lambda: cluster.apply(TaskFailed(time=3, task_id=1)), "completed to failed")
+    refused(cluster, lambda: cluster.place(1, "m", time=3), "completed to running")
+    refused(cluster, lambda: cluster.preempt(1, time=3), "completed to evicted")
+
+
+def test_failing_a_waiting_task_abandons_it() -> None:
+    cluster = cluster_with(submit(1, time=5))
+    (record,) = cluster.apply(TaskFailed(time=8, task_id=1, reason="killed by user"))
+    assert (record.from_state, record.to_state, record.from_machine_id) == (
+        TaskState.RUNNABLE,
+        TaskState.FAILED,
+        None,
+    )
+    task = cluster.task(1)
+    assert (task.failure_reason, task.finish_time, task.unscheduled_time(100)) == (
+        "killed by user",
+        8,
+        3,
+    )
+    cluster.validate()
+
+
+def test_removing_tasks_frees_their_machine_and_drops_an_empty_job() -> None:
+    cluster = cluster_with(machine("m"), submit(1, "j"), submit(2, "j"))
+    cluster.place(1, "m", time=1)
+    (record,) = cluster.apply(TaskRemoved(time=2, task_id=1))
+    assert (record.from_state, record.to_state, record.from_machine_id) == (
+        TaskState.RUNNING,
+        None,
+        "m",
+    )
+    assert cluster.machine("m").reserved == Resources()
+    assert cluster.machine("m").free_slots == 2
+    assert cluster.job("j").root_task_id == 1
+    cluster.apply(TaskRemoved(time=3, task_id=2))
+    assert "j" not in cluster.jobs
+    assert not cluster.tasks
+    cluster.validate()
+
+
+def test_stats_are_recorded() -> None:
+    cluster = cluster_with(machine("m"), submit(1))
+    cluster.apply(TaskStats(time=1, task_id=1, usage=Resources(cpu_millicores=5)))
+    cluster.apply(MachineStats(time=2, machine_id="m", usage=Resources(ram_bytes=7)))
+    assert cluster.task(1).measured_usage == Resources(cpu_millicores=5)
+    assert cluster.machine("m").measured_usage == Resources(ram_bytes=7)
+    refused(
+        cluster,
+        lambda: cluster.apply(MachineStats(time=3, machine_id="x", usage=CPU)),
+        "unknown machine 'x'",
+    )
+
+
+def test_time_may_not_run_backwards() -> None:
+    cluster = cluster_with(machine("m"), submit(1, time=10))
+    refused(cluster, lambda: cluster.apply(submit(2, time=9)), "time 9 is before .* 10")
+    refused(cluster, lambda: cluster.place(1, "m", time=9), "time 9 is before")
+    cluster.place(1, "m", time=10)
+
+
+def test_apply_refuses_what_is_not_an_event() -> None:
+    with pytest.raises(TypeError, match="not a cluster event"):
+        ClusterState().apply("TaskSubmitted")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- machines and topology
+
+
+def test_machines_build_the_topology_in_insertion_order() -> None:
+    cluster = cluster_with(
+        machine("m1", rack_id="r1", pod_id="p1"),
+        machine("m2", rack_id="r2", pod_id="p1"),
+        machine("m3", rack_id="r1", pod_id="p1"),
+        machine("m4", rack_id="r3", pod_id="p2"),
+    )
+    assert list(cluster.machines) == ["m1", "m2", "m3", "m4"]
+    assert list(cluster.racks["r1"].machine_ids) == ["m1", "m3"]
+    assert list(cluster.pods["p1"].rack_ids) == ["r1", "r2"]
+    assert list(cluster.pods) == ["p1", "p2"]
+    refused(cluster, lambda: cluster.apply(machine("m1")), "machine 'm1' already exists")
+    refused(
+        cluster,
+        lambda: cluster.apply(machine("m5", rack_id="r1", pod_id="p2")),
+        "rack 'r1' in pod 'p2', but that rack is in pod 'p1'",
+    )
+    cluster.apply(MachineRemoved(time=1, machine_id="m4"))
+    assert list(cluster.racks) == ["r1", "r2"]
+    assert list(cluster.pods) == ["p1"]
+    cluster.apply(MachineRemoved(time=1, machine_id="m1"))
+    assert list(cluster.racks["r1"].machine_ids) == ["m3"]
+    refused(
+        cluster, lambda: cluster.apply(MachineFailed(time=1, machine_id="m1")), "unknown machine"
+    )
+    cluster.validate()
+
+
+def test_a_machine_without_rack_joins_the_default_rack_and_pod() -> None:
+    cluster = cluster_with(machine("m"))
+    assert cluster.machine("m").rack_id == "rack-0"
+    assert cluster.racks["rack-0"].pod_id == "pod-0"
+
+
+@pytest.mark.parametrize(
+    ("lose", "cause"),
+    [
+        (MachineFailed(time=20, machine_id="m1", reason="power"), TransitionCause.MACHINE_FAILED),
+        (MachineRemoved(time=20, machine_id="m1"), TransitionCause.MACHINE_REMOVED),
+    ],
+)
+def test_losing_a_machine_requeues_its_running_tasks(
+    lose: MachineFailed | MachineRemoved, cause: TransitionCause
+) -> None:
+    cluster = cluster_with(machine("m1"), machine("m2"), submit(1), submit(2), submit(3))
+    cluster.place(1, "m1", time=5)
+    cluster.place(2, "m2", time=5)
+    cluster.place(3, "m1", time=6)
+    records = cluster.apply(lose)
+    assert records == (
+        TaskTransition(20, 1, TaskState.RUNNING, TaskState.EVICTED, cause, "m1", None),
+        TaskTransition(20, 1, TaskState.EVICTED, TaskState.RUNNABLE, TransitionCause.REQUEUED),
+        TaskTransition(20, 3, TaskState.RUNNING, TaskState.EVICTED, cause, "m1", None),
+        TaskTransition(20, 3, TaskState.EVICTED, TaskState.RUNNABLE, TransitionCause.REQUEUED),
+    )
+    assert "m1" not in cluster.machines
+    assert [t.task_id for t in cluster.runnable_tasks()] == [1, 3]
+    for task_id, ran in ((1, 15), (3, 14)):
+        task = cluster.task(task_id)
+        assert (task.machine_id, task.eviction_count, task.runnable_since) == (None, 1, 20)
+        assert task.run_time(100) == ran
+    assert cluster.task(2).state is TaskState.RUNNING
+    cluster.validate()
+    cluster.place(1, "m2", time=21)  # a re-queued task can be placed again
+    cluster.validate()
+
+
+def test_machine_updates_may_not_strand_running_tasks() -> None:
+    cluster = cluster_with(machine("m", slots=2), submit(1, request=CPU), submit(2))
+    cluster.place(1, "m", time=1)
+    cluster.place(2, "m", time=1)
+    refused(
+        cluster,
+        lambda: cluster.apply(
+            MachineUpdated(time=2, machine_id="m", capacity=Resources(cpu_millicores=1000))
+        ),
+        r"capacity is below .*ram_bytes 1073741824 > 0",
+    )
+    refused(
+        cluster,
+        lambda: cluster.apply(MachineUpdated(time=2, machine_id="m", slots=1)),
+        "cannot have 1 slots: 2 tasks run on it",
+    )
+    cluster.apply(MachineUpdated(time=2, machine_id="m", slots=3, labels={"zone": "b"}))
+    assert (cluster.machine("m").slots, dict(cluster.machine("m").labels)) == (3, {"zone": "b"})
+    bigger = CPU + CPU
+    cluster.apply(MachineUpdated(time=3, machine_id="m", capacity=bigger))
+    assert cluster.machine("m").free == CPU
+    cluster.validate()
+
+
+def test_task_updates_move_the_reservation_of_a_running_task() -> None:
+    cluster = cluster_with(machine("m", capacity=CPU + CPU), submit(1, request=CPU))
+    cluster.place(1, "m", time=1)
+    cluster.apply(TaskUpdated(time=2, task_id=1, request=CPU + CPU, priority=4))
+    assert cluster.machine("m").reserved == CPU + CPU
+    assert cluster.task(1).priority == 4
+    refused(
+        cluster,
+        lambda: cluster.apply(TaskUpdated(time=3, task_id=1, request=CPU + CPU + CPU)),
+        "new request does not fit on machine 'm'",
+    )
+    # Selectors are checked at placement only (Kubernetes' IgnoredDuringExecution).
+    cluster.apply(TaskUpdated(time=3, task_id=1, selectors=(LabelSelector.exists("gpu"),)))
+    assert cluster.task(1).state is TaskState.RUNNING
+    cluster.validate()
+
+
+# ---------------------------------------------------------------------- decisions
+
+
+def test_placing_reserves_a_slot_and_the_request() -> None:
+    cluster = cluster_with(machine("m", slots=2), submit(1, time=3, request=CPU))
+    record = cluster.place(1, "m", time=10)
+    assert record == TaskTransition(
+        10, 1, TaskState.RUNNABLE, TaskState.RUNNING, TransitionCause.PLACED, None, "m"
+    )
+    task, m = cluster.task(1), cluster.machine("m")
+    assert (task.state, task.machine_id, task.start_time) == (TaskState.RUNNING, "m", 10)
+    assert (task.total_unscheduled_time, task.unscheduled_time(50)) == (7, 7)
+    assert task.run_time(50) == 40
+    assert (m.reserved, m.free_slots, list(m.running_task_ids)) == (CPU, 1, [1])
+    assert cluster.placement_problem(1, "m") == "task 1 already runs there"
+    cluster.validate()
+
+
+def test_impossible_placements_are_refused_without_change() -> None:
+    cluster = cluster_with(
+        machine("small", slots=4, capacity=Resources(cpu_millicores=500, ram_bytes=1 << 30)),
+        machine("full", slots=1),
+        machine("zoned", slots=4, labels={"zone": "b"}),
+        submit(1, request=CPU),
+        submit(2),
+        submit(3, selectors=(LabelSelector.equals("zone", "a"),)),
+        submit(4),
+    )
+    cluster.place(4, "full", time=1)
+    refused(
+        cluster,
+        lambda: cluster.place(1, "small", time=2),
+        r"task 1 requests more than machine 'small' has free \(cpu_millicores 1000 > 500\)",
+    )
+    refused(cluster, lambda: cluster.place(2, "full", time=2), "'full' has no free slot")
+    refused(
+        cluster, lambda: cluster.place(3, "zoned", time=2), r"fail task 3's selectors \['zone=a'"
+    )
+    refused(cluster, lambda: cluster.place(4, "small", time=2), "running to running")
+    refused(cluster, lambda: cluster.place(99, "small", time=2), "unknown task 99")
+    refused(cluster, lambda: cluster.place(2, "nowhere", time=2), "unknown machine 'nowhere'")
+    assert cluster.placement_problem(2, "small") is None
+    assert "fail task 3's selectors" in str(cluster.placement_problem(3, "small"))  # no zone
+    assert "fail task 3's selectors" in str(cluster.placement_problem(3, "zoned"))
+
+
+def test_a_selector_for_a_missing_label_is_not_satisfied() -> None:
+    cluster = cluster_with(machine("m"), submit(1, selectors=(LabelSelector.equals("zone", "a"),)))
+    refused(cluster, lambda: cluster.place(1, "m", time=1), "fail task 1's selectors")
+
+
+def test_preemption_requeues_and_frees_the_machine() -> None:
+    cluster = cluster_with(machine("m"), submit(1, request=CPU))
+    cluster.place(1, "m", time=2)
+    records = cluster.preempt(1, time=7)
+    assert [(r.from_state, r.to_state, r.cause, r.from_machine_id) for r in records] == [
+        (TaskState.RUNNING, TaskState.EVICTED, TransitionCause.PREEMPTED, "m"),
+        (TaskState.EVICTED, TaskState.RUNNABLE, TransitionCause.REQUEUED, None),
+    ]
+    task, m = cluster.task(1), cluster.machine("m")
+    assert (task.state, task.eviction_count, task.total_run_time) == (TaskState.RUNNABLE, 1, 5)
+    assert (m.reserved, m.free_slots) == (Resources(), 2)
+    refused(
+        cluster, lambda: cluster.preempt(1, time=8), "task 1 cannot go from runnable to evicted"
+    )
+    cluster.place(1, "m", time=9)
+    assert cluster.task(1).total_unscheduled_time == 2 + 2
+    cluster.validate()
+
+
+def test_migration_moves_the_reservation_and_keeps_the_task_running() -> None:
+    cluster = cluster_with(
+        machine("a"), machine("b", slots=1), machine("c", slots=0), submit(1, request=CPU)
+    )
+    cluster.place(1, "a", time=1)
+    record = cluster.migrate(1, "b", time=4)
+    assert record == TaskTransition(
+        4, 1, TaskState.RUNNING, TaskState.RUNNING, TransitionCause.MIGRATED, "a", "b"
+    )
+    assert (cluster.machine("a").reserved, cluster.machine("b").reserved) == (Resources(), CPU)
+    assert cluster.task(1).start_time == 1
+    refused(cluster, lambda: cluster.migrate(1, "b", time=5), "already runs there")
+    refused(cluster, lambda: cluster.migrate(1, "c", time=5), "'c' has no free slot")
+    cluster.apply(submit(2, time=5))
+    refused(
+        cluster, lambda: cluster.migrate(2, "a", time=5), "cannot migrate task 2: it is runnable"
+    )
+    cluster.validate()
+
+
+def test_completion_frees_the_machine_and_records_times() -> None:
+    cluster = cluster_with(machine("m"), submit(1, time=1, request=CPU))
+    cluster.place(1, "m", time=4)
+    (record,) = cluster.apply(TaskCompleted(time=9, task_id=1))
+    assert (record.to_state, record.from_machine_id) == (TaskState.COMPLETED, "m")
+    task = cluster.task(1)
+    assert (task.finish_time, task.total_run_time, task.total_unscheduled_time) == (9, 5, 3)
+    assert (task.machine_id, cluster.machine("m").reserved) == (None, Resources())
+    cluster.validate()
+
+
+def test_validate_reports_corrupted_bookkeeping() -> None:
+    cluster = cluster_with(machine("m"), submit(1, request=CPU))
+    cluster.place(1, "m", time=1)
+    cluster.machine("m").reserved = Resources()
+    with pytest.raises(InvariantViolation, match="machine 'm' reserves"):
+        cluster.validate()
+    cluster.machine("m").reserved = CPU
+    cluster.task(1).machine_id = None
+    with pytest.raises(InvariantViolation, match=r"task 1 \(running\) has machine None"):
+        cluster.validate()
+
+
+def test_the_same_changes_give_the_same_state() -> None:
+    def run() -> ClusterState:
+        cluster = cluster_with(
+            *(machine(f"m{i}", slots=3, rack_id=f"r{i % 2}") for i in range(4)),
+            *(submit(t, f"j{t % 3}", time=t) for t in range(12)),
+        )
+        for task_id in range(12):
+            cluster.place(task_id, f"m{task_id % 4}", time=20)
+        cluster.apply(MachineFailed(time=30, machine_id="m1"))
+        return cluster
+
+    assert snapshot(run()) == snapshot(run())
+    assert [t.task_id for t in run().runnable_tasks()] == [1, 5, 9]
+
+
+# ---------------------------------------------------------------------- random sequences
+
+TASK_IDS = st.integers(0, 3)
+MACHINE_IDS = st.sampled_from(["m0", "m1", "m2"])
+SMALL = st.builds(
+    Resources,
+    cpu_millicores=st.integers(0, 4),
+    ram_bytes=st.integers(0, 4),
+    net_rx_bytes_per_s=st.integers(0, 2),
+)
+CAPACITIES = st.builds(
+    Resources,
+    cpu_millicores=st.integers(0, 10),
+    ram_bytes=st.integers(0, 10),
+    net_rx_bytes_per_s=st.integers(0, 5),
+)
+STEPS = st.sampled_from([-1, 0, 1, 1, 2, 3])
+"""Time advances between changes, and now and then a change is dated in the past (refused)."""
+
+
+class RandomChanges(RuleBasedStateMachine):
+    """Events and decisions drawn from small id pools, so that unknown and duplicate ids, full
+    machines and illegal transitions are common alongside changes that succeed. After every
+    change the invariants hold, and a refused change has left the state as it was."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cluster = ClusterState()
+        self.succeeded: Counter[str] = Counter()
+
+    def attempt(self, kind: str, change: Callable[[], object]) -> bool:
+        before = snapshot(self.cluster)
+        try:
+            outcome = change()
+        except ClusterError:
+            assert snapshot(self.cluster) == before
+            return False
+        records = outcome if isinstance(outcome, tuple) else (outcome,)
+        for record in records:
+            assert isinstance(record, TaskTransition)
+            assert record.time == self.cluster.now
+        final = {r.task_id: r.to_state for r in records}
+        for task_id, state in final.items():
+            if state is None:
+                assert task_id not in self.cluster.tasks
+            else:
+                assert self.cluster.tasks[task_id].state is state
+        self.succeeded[kind] += 1
+        return True
+
+    def at(self, step: int) -> int:
+        return max(0, self.cluster.now + step)
+
+    def some_task(self, data: st.DataObject, *, favour_running: bool = False) -> int:
+        """A task in the state (running ones twice as likely if `favour_running`), or now and
+        then one that never was (submitted task ids are 0-3)."""
+        candidates = [*self.cluster.tasks, 4]
+        if favour_running:
+            candidates += [t.task_id for t in self.cluster.tasks.values() if t.machine_id]
+        return data.draw(st.sampled_from(candidates), label="task")
+
+    def some_machine(self, data: st.DataObject) -> str:
+        """A live machine, or now and then one that never was."""
+        return data.draw(st.sampled_from([*self.cluster.machines, "m9"]), label="machine")
+
+    @initialize()
+    def start_with_machines_and_tasks(self) -> None:
+        roomy = Resources(cpu_millicores=8, ram_bytes=8, net_rx_bytes_per_s=4)
+        self.cluster.apply(machine("m0", capacity=roomy, labels={"zone": "a"}))
+        self.cluster.apply(machine("m1", capacity=roomy, rack_id="r1", pod_id="p1"))
+        self.cluster.apply(submit(0, "j0"))
+        self.cluster.apply(submit(1, "j1", request=Resources(cpu_millicores=3)))
+
+    @rule(task_id=TASK_IDS, job=st.sampled_from(["j0", "j1"]), request=SMALL, step=STEPS)
+    def submit(self, task_id: int, job: str, request: Resources, step: int) -> None:
+        selectors = (LabelSelector.equals("zone", "a"),) if task_id == 3 else ()
+        event = TaskSubmitted(
+            time=self.at(step), task_id=task_id, job_id=job, request=request, selectors=selectors
+        )
+        self.attempt("submit", lambda: self.cluster.apply(event))
+
+    @rule(
+        kind=st.sampled_from([TaskCompleted, TaskFailed, TaskRemoved]),
+        data=st.data(),
+        step=STEPS,
+    )
+    def end_task(
+        self,
+        kind: type[TaskCompleted | TaskFailed | TaskRemoved],
+        data: st.DataObject,
+        step: int,
+    ) -> None:
+        event = kind(time=self.at(step), task_id=self.some_task(data, favour_running=True))
+        self.attempt(kind.__name__, lambda: self.cluster.apply(event))
+
+    @rule(data=st.data(), request=SMALL, step=STEPS)
+    def update_task(self, data: st.DataObject, request: Resources, step: int) -> None:
+        event = TaskUpdated(time=self.at(step), task_id=self.some_task(data), request=request)
+        self.attempt("update", lambda: self.cluster.apply(event))
+
+    @rule(
+        machine_id=MACHINE_IDS,
+        capacity=CAPACITIES,
+        slots=st.integers(0, 3),
+        rack=st.sampled_from(["r0", "r1"]),
+        pod=st.sampled_from(["p0", "p1"]),
+        labels=st.sampled_from([{}, {"zone": "a"}, {"zone": "b"}]),
+        step=STEPS,
+    )
+    def add_machine(
+        self,
+        machine_id: str,
+        capacity: Resources,
+        slots: int,
+        rack: str,
+        pod: str,
+        labels: dict[str, str],
+        step: int,
+    ) -> None:
+        event = MachineAdded(
+            time=self.at(step),
+            machine_id=machine_id,
+            capacity=capacity,
+            slots=slots,
+            rack_id=rack,
+            pod_id=pod,
+            labels=labels,
+        )
+        self.attempt("add", lambda: self.cluster.apply(event))
+
+    @rule(kind=st.sampled_from([MachineFailed, MachineRemoved]), data=st.data(), step=STEPS)
+    def lose_machine(
+        self, kind: type[MachineFailed | MachineRemoved], data: st.DataObject, step: int
+    ) -> None:
+        machine_id = self.some_machine(data)
+        lost = self.cluster.machines.get(machine_id)
+        running = list(lost.running_task_ids) if lost is not None else []
+        event = kind(time=self.at(step), machine_id=machine_id)
+        if self.attempt(kind.__name__, lambda: self.cluster.apply(event)):
+            assert machine_id not in self.cluster.machines
+            for task_id in running:
+                assert self.cluster.tasks[task_id].state is TaskState.RUNNABLE
+            if running:
+                self.succeeded["tasks re-queued"] += 1
+
+    @rule(data=st.data(), capacity=CAPACITIES, slots=st.integers(0, 3), step=STEPS)
+    def update_machine(
+        self, data: st.DataObject, capacity: Resources, slots: int, step: int
+    ) -> None:
+        machine_id = self.some_machine(data)
+        event = MachineUpdated(
+            time=self.at(step), machine_id=machine_id, capacity=capacity, slots=slots
+        )
+        self.attempt("machine update", lambda: self.cluster.apply(event))
+
+    @rule(data=st.data(), step=STEPS)
+    def place(self, data: st.DataObject, step: int) -> None:
+        task_id, machine_id, time = self.some_task(data), self.some_machine(data), self.at(step)
+        self.attempt("place", lambda: self.cluster.place(task_id, machine_id, time=time))
+
+    @rule(data=st.data(), step=STEPS)
+    def migrate(self, data: st.DataObject, step: int) -> None:
+        task_id = self.some_task(data, favour_running=True)
+        machine_id, time = self.some_machine(data), self.at(step)
+        self.attempt("migrate", lambda: self.cluster.migrate(task_id, machine_id, time=time))
+
+    @rule(data=st.data(), step=STEPS)
+    def preempt(self, data: st.DataObject, step: int) -> None:
+        task_id, time = self.some_task(data, favour_running=True), self.at(step)
+        self.attempt("preempt", lambda: self.cluster.preempt(task_id, time=time))
+
+    @invariant()
+    def consistent(self) -> None:
+        self.cluster.validate()
+        # The same invariants, recomputed from the tasks' side rather than trusted.
+        for m in self.cluster.machines.values():
+            on_m = [t for t in self.cluster.tasks.values() if t.machine_id == m.machine_id]
+            assert m.reserved == sum((t.request for t in on_m), Resources())
+            assert len(on_m) == len(m.running_task_ids) <= m.slots
+            assert m.reserved.fits_within(m.capacity)
+        for t in self.cluster.tasks.values():
+            assert (t.machine_id in self.cluster.machines) == (t.state is TaskState.RUNNING)
+            assert t.state not in (TaskState.CREATED, TaskState.EVICTED)
+
+
+RandomChanges.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
+test_random_changes_keep_the_invariants_and_refusals_change_nothing = RandomChanges.TestCase
