@@ -320,6 +320,21 @@ def test_network_load_needs_a_reset_batch() -> None:
         SuccessiveShortestPathSolver().network.load(g.take_changes())
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_snapshot_rows_load_alike_in_any_order(seed: int) -> None:
+    # Snapshots list nodes first and load without copying; other orders load the same network.
+    cluster = ClusterGraph(ClusterSpec(machines=10, running=0.5, waiting=20, seed=seed))
+    snapshot = cluster.graph.snapshot()
+    rows = snapshot.rows[np.random.default_rng(seed).permutation(len(snapshot.rows))]
+    shuffled = dataclasses.replace(snapshot, rows=rows)
+    costs = []
+    for batch in (snapshot, shuffled):
+        solver = SuccessiveShortestPathSolver()
+        solver.load(batch)
+        costs.append(solver.solve().cost)
+    assert costs[0] == costs[1]
+
+
 def test_cost_scaling_alpha_must_be_at_least_two() -> None:
     with pytest.raises(ValueError, match="alpha must be at least 2"):
         CostScalingSolver(alpha=1)

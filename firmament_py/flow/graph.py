@@ -625,15 +625,20 @@ class FlowGraph:
         """The whole graph as a reset batch: every live node and arc as an addition."""
         nodes = self.node_ids()
         arcs = self.arc_ids()
-        rows = np.zeros((len(nodes) + len(arcs), ROW_WIDTH), dtype=np.int64)
-        nr = rows[: len(nodes)]
-        nr[:, COL_OP] = ChangeOp.ADD_NODE
-        nr[:, COL_ID] = nodes
-        nr[:, NODE_SUPPLY] = self._supply[nodes]
-        nr[:, NODE_KIND] = self._node_kind[nodes]
-        ar = rows[len(nodes) :]
-        self._fill_arc_rows(ar, ChangeOp.ADD_ARC, arcs)
-        ar[:, ARC_OLD_COST] = self._cost[arcs]
+        rows = np.empty((len(nodes) + len(arcs), ROW_WIDTH), dtype=np.int64)
+        _fill_snapshot_rows(
+            rows,
+            nodes,
+            arcs,
+            self._supply,
+            self._node_kind,
+            self._src,
+            self._dst,
+            self._low,
+            self._cap,
+            self._cost,
+            self._arc_kind,
+        )
         return ChangeBatch(rows, reset=True, raw_changes=len(rows))
 
     def apply(self, batch: ChangeBatch) -> None:
@@ -1008,6 +1013,56 @@ _OPS_WITH_ENDS = (ChangeOp.ADD_ARC, ChangeOp.CHANGE_ARC)
 _ORDER = ", ".join(op.name.lower() for op in ChangeOp)
 
 # Operation codes as plain ints for the compiled replay.
+# Plain ints for the compiled code (numba freezes module globals as constants).
+_OP_REMOVE_NODE = int(ChangeOp.REMOVE_NODE)
+_OP_ADD_NODE = int(ChangeOp.ADD_NODE)
+_OP_SET_SUPPLY = int(ChangeOp.SET_SUPPLY)
+_OP_ADD_ARC = int(ChangeOp.ADD_ARC)
+_OP_CHANGE_ARC = int(ChangeOp.CHANGE_ARC)
+_OP_FIRST = int(min(ChangeOp))
+_OP_LAST = int(max(ChangeOp))
+_MAX_NODE_KIND = int(max(NodeKind))
+
+
+@kernel
+def _fill_snapshot_rows(
+    rows: Int64Array,
+    nodes: Int64Array,
+    arcs: Int64Array,
+    supply: Int64Array,
+    node_kind: npt.NDArray[np.int8],
+    src: Int64Array,
+    dst: Int64Array,
+    low: Int64Array,
+    cap: Int64Array,
+    cost: Int64Array,
+    arc_kind: npt.NDArray[np.int8],
+) -> None:  # pragma: no cover - compiled
+    """Write a snapshot's rows (nodes, then arcs) row by row: one pass over memory."""
+    for i in range(len(nodes)):
+        v = nodes[i]
+        rows[i, :] = 0
+        rows[i, COL_OP] = _OP_ADD_NODE
+        rows[i, COL_ID] = v
+        rows[i, NODE_SUPPLY] = supply[v]
+        rows[i, NODE_KIND] = node_kind[v]
+    base = len(nodes)
+    for j in range(len(arcs)):
+        a = arcs[j]
+        i = base + j
+        rows[i, COL_OP] = _OP_ADD_ARC
+        rows[i, COL_ID] = a
+        rows[i, ARC_SRC] = src[a]
+        rows[i, ARC_DST] = dst[a]
+        rows[i, ARC_LOW] = low[a]
+        rows[i, ARC_CAP] = cap[a]
+        rows[i, ARC_COST] = cost[a]
+        rows[i, ARC_KIND] = arc_kind[a]
+        rows[i, ARC_OLD_COST] = cost[a]
+        for c in range(ARC_OLD_COST + 1, rows.shape[1]):
+            rows[i, c] = 0
+
+
 _OP_REMOVE_NODE = int(ChangeOp.REMOVE_NODE)
 _OP_REMOVE_ARC = int(ChangeOp.REMOVE_ARC)
 _OP_ADD_NODE = int(ChangeOp.ADD_NODE)
@@ -1071,42 +1126,57 @@ def _row_value_problem(row: list[int]) -> str | None:
     return None
 
 
-def _rows_with_bad_values(rows: Int64Array) -> BoolArray:
-    """The rows `_row_value_problem` objects to, found for all rows at once."""
-    op, ident = rows[:, COL_OP], rows[:, COL_ID]
+@kernel
+def _first_bad_value_row(rows: Int64Array) -> int:  # pragma: no cover - compiled
+    """The first row `_row_value_problem` objects to, or -1: one pass, no temporaries.
 
-    def outside(x: Int64Array, lo: int, hi: int) -> BoolArray:
-        # Comparisons rather than np.abs, which leaves -2**63 negative.
-        mask: BoolArray = (x < lo) | (x > hi)
-        return mask
-
-    known = (op >= min(ChangeOp)) & (op <= max(ChangeOp))
-    node = np.isin(op, _NODE_OPS)
-    arc = known & ~node
-    with_supply = (op == ChangeOp.ADD_NODE) | (op == ChangeOp.SET_SUPPLY)
-    ends = np.isin(op, _OPS_WITH_ENDS)
-    src, dst, low, cap = rows[:, ARC_SRC], rows[:, ARC_DST], rows[:, ARC_LOW], rows[:, ARC_CAP]
-    bad: BoolArray = (
-        ~known
-        | (node & outside(ident, 1, MAX_ID - 1))
-        | (with_supply & outside(rows[:, NODE_SUPPLY], -MAX_CAPACITY, MAX_CAPACITY))
-        | ((op == ChangeOp.ADD_NODE) & outside(rows[:, NODE_KIND], 0, int(max(NodeKind))))
-        | (arc & outside(ident, 0, MAX_ID - 1))
-        | (ends & (outside(src, 1, MAX_ID - 1) | outside(dst, 1, MAX_ID - 1) | (src == dst)))
-        | (ends & ((low < 0) | (low > cap) | (cap > MAX_CAPACITY)))
-        | (ends & outside(rows[:, ARC_COST], -MAX_COST, MAX_COST))
-        | (ends & outside(rows[:, ARC_KIND], 0, MAX_ARC_KIND))
-        | ((op == ChangeOp.CHANGE_ARC) & outside(rows[:, ARC_OLD_COST], -MAX_COST, MAX_COST))
-    )
-    return bad
+    Comparisons rather than abs(), which leaves -2**63 negative.
+    """
+    for i in range(rows.shape[0]):
+        op = rows[i, COL_OP]
+        ident = rows[i, COL_ID]
+        if op < _OP_FIRST or op > _OP_LAST:
+            return i
+        if op in (_OP_REMOVE_NODE, _OP_ADD_NODE, _OP_SET_SUPPLY):
+            if ident < 1 or ident > MAX_ID - 1:
+                return i
+            if op != _OP_REMOVE_NODE:
+                supply = rows[i, NODE_SUPPLY]
+                if supply < -MAX_CAPACITY or supply > MAX_CAPACITY:
+                    return i
+            if op == _OP_ADD_NODE:
+                kind = rows[i, NODE_KIND]
+                if kind < 0 or kind > _MAX_NODE_KIND:
+                    return i
+            continue
+        if ident < 0 or ident > MAX_ID - 1:
+            return i
+        if op != _OP_ADD_ARC and op != _OP_CHANGE_ARC:
+            continue
+        src, dst = rows[i, ARC_SRC], rows[i, ARC_DST]
+        if src < 1 or src > MAX_ID - 1 or dst < 1 or dst > MAX_ID - 1 or src == dst:
+            return i
+        low, cap = rows[i, ARC_LOW], rows[i, ARC_CAP]
+        if low < 0 or low > cap or cap > MAX_CAPACITY:
+            return i
+        cost = rows[i, ARC_COST]
+        if cost < -MAX_COST or cost > MAX_COST:
+            return i
+        kind = rows[i, ARC_KIND]
+        if kind < 0 or kind > MAX_ARC_KIND:
+            return i
+        if op == _OP_CHANGE_ARC:
+            old = rows[i, ARC_OLD_COST]
+            if old < -MAX_COST or old > MAX_COST:
+                return i
+    return -1
 
 
 def _first_value_problem(rows: Int64Array) -> str | None:
     """Step 1: the first row that is wrong on its own, as a message."""
-    bad = np.flatnonzero(_rows_with_bad_values(rows))
-    if len(bad) == 0:
+    i = int(_first_bad_value_row(rows))
+    if i < 0:
         return None
-    i = int(bad[0])
     row = rows[i].tolist()
     problem = _row_value_problem(row)
     assert problem is not None, f"row {i} {row} was flagged, but no problem was found"

@@ -573,8 +573,12 @@ class ResidualNetwork:
         if not batch.reset:
             raise ValueError("load() needs a reset batch (FlowGraph.snapshot())")
         rows = batch.rows
-        nodes = rows[rows[:, COL_OP] == _OP_ADD_NODE]
-        arcs = rows[rows[:, COL_OP] == _OP_ADD_ARC]
+        is_node = rows[:, COL_OP] == _OP_ADD_NODE
+        k = int(np.count_nonzero(is_node))
+        if is_node[:k].all():  # nodes first, as snapshots list them: views, not copies
+            nodes, arcs = rows[:k], rows[k:]
+        else:
+            nodes, arcs = rows[is_node], rows[~is_node]
         n = int(nodes[:, COL_ID].max()) + 1 if len(nodes) else 2
         m = int(arcs[:, COL_ID].max()) + 1 if len(arcs) else 1
         out_deg = np.bincount(arcs[:, ARC_SRC], minlength=n).astype(np.int64)
