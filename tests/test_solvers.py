@@ -320,6 +320,87 @@ def test_network_load_needs_a_reset_batch() -> None:
         SuccessiveShortestPathSolver().network.load(g.take_changes())
 
 
+# Infeasible problems whose unroutable part is larger than relaxation's tree limit: trees were
+# abandoned (or surplus bounced between nodes) forever while prices climbed. Found by fuzzing.
+_ENDLESS_RELAXATION = [
+    (
+        [7, 0, 0, -1, -1, -5],
+        [
+            (4, 5, 6, -16),
+            (3, 1, 3, -20),
+            (6, 2, 6, -14),
+            (3, 2, 6, -14),
+            (4, 2, 4, -7),
+            (6, 4, 0, 13),
+            (3, 5, 3, -20),
+            (4, 1, 5, 16),
+            (1, 6, 0, -20),
+            (3, 2, 5, -13),
+            (2, 5, 0, -5),
+            (1, 4, 6, 1),
+            (4, 2, 4, 19),
+            (3, 5, 6, -8),
+            (4, 2, 3, 14),
+            (1, 4, 4, -13),
+            (2, 1, 2, 15),
+            (1, 3, 1, -12),
+            (3, 6, 1, 10),
+            (5, 4, 3, -7),
+            (2, 5, 3, 16),
+            (6, 4, 4, 15),
+            (3, 6, 4, 7),
+            (3, 4, 3, -3),
+            (5, 2, 3, -19),
+        ],
+    ),
+    (
+        [0, 4, -6, 4, -2],
+        [
+            (3, 4, 1, 2),
+            (1, 5, 5, -19),
+            (2, 1, 6, 19),
+            (1, 3, 0, 8),
+            (2, 1, 6, -5),
+            (3, 1, 4, 15),
+            (1, 2, 2, 9),
+            (4, 2, 4, -9),
+            (3, 4, 4, -1),
+            (5, 1, 1, -1),
+            (2, 4, 3, -11),
+            (2, 1, 1, 1),
+            (2, 4, 4, -1),
+            (5, 2, 2, 0),
+            (1, 2, 0, 17),
+            (3, 5, 6, 14),
+            (1, 5, 4, -9),
+            (2, 4, 5, 4),
+            (5, 2, 5, -18),
+            (4, 5, 4, 10),
+            (2, 4, 0, -3),
+            (3, 1, 3, 9),
+            (1, 4, 2, -17),
+            (5, 4, 0, -12),
+            (3, 5, 4, 14),
+            (4, 1, 0, 0),
+            (4, 1, 6, -11),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_ENDLESS_RELAXATION)))
+@pytest.mark.parametrize("name", SOLVER_NAMES)
+def test_infeasible_beyond_the_tree_limit_ends(name: str, case: int) -> None:
+    supplies, arcs = _ENDLESS_RELAXATION[case]
+    g = FlowGraph()
+    nodes = [g.add_node(supply=b) for b in supplies]
+    for src, dst, cap, cost in arcs:
+        g.add_arc(nodes[src - 1], nodes[dst - 1], capacity=cap, cost=cost)
+    assert ortools_cost(g) is None
+    with pytest.raises(InfeasibleError):
+        SOLVERS[name]().solve_graph(g)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_snapshot_rows_load_alike_in_any_order(seed: int) -> None:
     # Snapshots list nodes first and load without copying; other orders load the same network.

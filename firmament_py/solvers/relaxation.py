@@ -98,12 +98,16 @@ def _augment(net: ResidualArrays, s: int, t: int, pred: Int64Array) -> None:  # 
     net.excess[t] += delta
 
 
+# queued[v] of a node deferred in this solve: `_enqueue` never queues it again.
+_DEFERRED_MARK = 2
+
+
 @kernel
 def _enqueue(
     v: int, queue: Int64Array, queued: Int64Array, qstate: Int64Array
 ) -> None:  # pragma: no cover
     """Add v to the ring of nodes with surplus; qstate = [head, size]."""
-    if queued[v]:
+    if queued[v]:  # queued already, or deferred
         return
     n = len(queue)
     queued[v] = 1
@@ -163,9 +167,16 @@ def _relax(
     ends = np.zeros(2, dtype=np.int64)  # head, tail of the scan deque (modulo n)
     for v in range(n):
         queued[v] = 0
+    surplus_units = 0
     for v in range(n):
         if net.alive[v] and net.excess[v] > 0:
             _enqueue(v, queue, queued, qstate)
+            surplus_units += net.excess[v]
+    # On a feasible problem iterations stay near the surplus units. On an infeasible one whose
+    # unroutable part is larger than the tree limit, trees never grow enough to prove it, and
+    # surplus can bounce between nodes forever while prices climb: past this budget every node
+    # still queued is deferred, and the Dijkstra between sweeps reports the infeasibility.
+    budget = 64 * (n + min(surplus_units, n))
     # Stamps instead of clearing flags: in_tree[v] == stamp means v is in this iteration's tree
     # S; labeled[v] == lstamp means v was labeled since the last price rise.
     stamp = stamp_box[0]
@@ -179,6 +190,10 @@ def _relax(
             qstate[0] = 0
         qstate[1] -= 1
         queued[s] = 0
+        if stats[_ITERATIONS] > budget:
+            queued[s] = _DEFERRED_MARK
+            stats[_DEFERRED] += 1
+            continue
         while net.excess[s] > 0:
             work += 1
             if work >= 64:
@@ -383,6 +398,9 @@ def _relax(
                         if net.excess[w] < 0 and target < 0:
                             target = w
             if deferred:
+                # Never queue s again in this solve: left here, it could come back forever,
+                # its tree abandoned each time while infeasible surplus drives prices up.
+                queued[s] = _DEFERRED_MARK
                 stats[_DEFERRED] += 1
                 break
             if target >= 0 and net.excess[s] > 0:
