@@ -1,0 +1,211 @@
+"""The built-in defaults: an answer to every answer hook, so a policy implements only the hooks
+where it differs.
+
+Alone, the defaults schedule like Firmament's trivial cost model, adapted to this package's
+cluster model: every task has an arc to the cluster aggregator, which has an arc to every machine
+with as much capacity as the machine has slots to give; a task with label selectors goes through
+a class of its own selectors instead, which reaches only the machines whose labels match (the
+cluster state refuses any other placement).
+
+Costs: a path through an aggregator costs 2 (Firmament's trivial model). Waiting costs 1,000,000
+(Firmament's Octopus model) plus one per second waited: far above any placement cost a policy is
+likely to set, so a policy that prices only placements still places every task that has a path
+to a free slot, and when slots are short the tasks that waited longest go first. Preempting a
+running task costs the same base plus one per second it has waited and run: a waiting task
+displaces it only once it has waited longer than that.
+
+How the defaults meet a policy (the rule `PolicyManager` relies on): every implementation here
+is `trylast`, and the defaults are registered after the policy. pluggy calls `trylast`
+implementations after all others, and among them the one registered last comes last; it stops
+at the first answer that is not None. So the defaults are asked after everything the policy
+implements (its own `trylast` implementations included): the policy's answer wins wherever it
+gives one, and the defaults answer the rest. Notification hooks have no defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from firmament_py.model.ids import EquivClassId
+from firmament_py.model.labels import LabelSelector, matches
+from firmament_py.model.resources import NO_RESOURCES
+from firmament_py.sdk.hookspecs import hookimpl
+from firmament_py.sdk.types import (
+    MAX_CAPACITY,
+    MAX_COST,
+    ArcDescriptor,
+    ClusterView,
+    MachineView,
+    ResourceKind,
+    ResourceRef,
+    ResourceStats,
+    ResourceView,
+    TaskView,
+)
+
+__all__ = [
+    "AGGREGATOR_COST",
+    "CLUSTER_AGGREGATOR",
+    "UNSCHEDULED_COST",
+    "FirmamentDefaults",
+    "schedulable_slots",
+    "selector_class",
+]
+
+CLUSTER_AGGREGATOR: EquivClassId = "cluster-aggregator"
+"""The default equivalence class every unconstrained task belongs to (Firmament's CLUSTER_AGG),
+with an arc to every machine."""
+
+SELECTOR_CLASS_PREFIX = "selectors:"
+
+UNSCHEDULED_COST = 1_000_000
+"""The base cost of leaving a task unscheduled for a round (Firmament's Octopus model)."""
+
+AGGREGATOR_COST = 2
+"""The cost of a task's arc to the cluster aggregator or its selector class (Firmament's
+trivial model): below UNSCHEDULED_COST, so a free slot is always taken."""
+
+MICROSECONDS_PER_COST_UNIT = 1_000_000
+"""Waiting (or running) this long adds one to the default unscheduled and preemption costs."""
+
+
+def schedulable_slots(stats: ResourceStats, *, preemption_enabled: bool) -> int:
+    """How many more tasks the scheduler may route to a resource (Firmament's
+    CapacityFromResNodeToParent): its free slots, or all of its slots when running tasks may
+    be preempted (their units then compete for the slots with everyone else's)."""
+    return stats.slots if preemption_enabled else stats.free_slots
+
+
+def selector_class(selectors: Sequence[LabelSelector]) -> EquivClassId:
+    """The default equivalence class of tasks with these label selectors: one name per set of
+    selectors, whatever their order."""
+    return SELECTOR_CLASS_PREFIX + ";".join(sorted({str(s) for s in selectors}))
+
+
+def _seconds(microseconds: int) -> int:
+    return microseconds // MICROSECONDS_PER_COST_UNIT
+
+
+def _capped(cost: int) -> int:
+    return min(cost, MAX_COST)
+
+
+class FirmamentDefaults:
+    """The default answer to every answer hook (see the module docstring)."""
+
+    def __init__(self) -> None:
+        # The selectors behind each default selector class, to find its machines again.
+        self._selector_classes: dict[EquivClassId, tuple[LabelSelector, ...]] = {}
+
+    # ------------------------------------------------------------------ capability
+
+    @hookimpl(trylast=True)
+    def preemption_enabled(self) -> bool:
+        return False
+
+    # ------------------------------------------------------------------ shape
+
+    @hookimpl(trylast=True)
+    def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId]:
+        if not task.selectors:
+            return (CLUSTER_AGGREGATOR,)
+        equiv_class = selector_class(task.selectors)
+        self._selector_classes.setdefault(equiv_class, tuple(task.selectors))
+        return (equiv_class,)
+
+    @hookimpl(trylast=True)
+    def task_preference_arcs(self) -> Sequence[ResourceRef]:
+        return ()
+
+    @hookimpl(trylast=True)
+    def equiv_class_preference_arcs(
+        self, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> Sequence[ResourceRef]:
+        if equiv_class == CLUSTER_AGGREGATOR:
+            return [ResourceRef(ResourceKind.MACHINE, m) for m in cluster.machines]
+        selectors = self._selector_classes.get(equiv_class)
+        if selectors is None:
+            return ()
+        return [
+            machine.ref
+            for machine in cluster.machines.values()
+            if matches(selectors, machine.labels)
+        ]
+
+    @hookimpl(trylast=True)
+    def equiv_class_to_equiv_class_arcs(self) -> Sequence[EquivClassId]:
+        return ()
+
+    # ------------------------------------------------------------------ arc descriptors
+
+    @hookimpl(trylast=True)
+    def task_to_unscheduled(self, task: TaskView, cluster: ClusterView) -> ArcDescriptor:
+        waited = _seconds(task.unscheduled_time(cluster.now))
+        return ArcDescriptor(_capped(UNSCHEDULED_COST + waited))
+
+    @hookimpl(trylast=True)
+    def unscheduled_to_sink(self, incoming_tasks: int) -> ArcDescriptor:
+        return ArcDescriptor(0, capacity=incoming_tasks)
+
+    @hookimpl(trylast=True)
+    def task_to_resource(self) -> ArcDescriptor:
+        return ArcDescriptor(0)
+
+    @hookimpl(trylast=True)
+    def resource_to_resource(self, child: ResourceView, cluster: ClusterView) -> ArcDescriptor:
+        slots = schedulable_slots(child.stats, preemption_enabled=cluster.preemption_enabled)
+        return ArcDescriptor(0, capacity=slots)
+
+    @hookimpl(trylast=True)
+    def leaf_to_sink(self, machine: MachineView) -> ArcDescriptor:
+        return ArcDescriptor(0, capacity=machine.slots)
+
+    @hookimpl(trylast=True)
+    def task_to_equiv_class(self, equiv_class: EquivClassId) -> ArcDescriptor:
+        if equiv_class == CLUSTER_AGGREGATOR or equiv_class in self._selector_classes:
+            return ArcDescriptor(AGGREGATOR_COST)
+        return ArcDescriptor(0)
+
+    @hookimpl(trylast=True)
+    def equiv_class_to_resource(
+        self, resource: ResourceView, cluster: ClusterView
+    ) -> ArcDescriptor:
+        slots = schedulable_slots(resource.stats, preemption_enabled=cluster.preemption_enabled)
+        return ArcDescriptor(0, capacity=slots)
+
+    @hookimpl(trylast=True)
+    def equiv_class_to_equiv_class(self) -> ArcDescriptor:
+        return ArcDescriptor(0, capacity=MAX_CAPACITY)
+
+    @hookimpl(trylast=True)
+    def task_continuation(self, cluster: ClusterView) -> ArcDescriptor:
+        return ArcDescriptor(0, capacity=1, min_flow=0 if cluster.preemption_enabled else 1)
+
+    @hookimpl(trylast=True)
+    def task_preemption(self, task: TaskView, cluster: ClusterView) -> ArcDescriptor:
+        invested = task.unscheduled_time(cluster.now) + task.run_time(cluster.now)
+        return ArcDescriptor(_capped(UNSCHEDULED_COST + _seconds(invested)))
+
+    # ------------------------------------------------------------------ statistics
+
+    @hookimpl(trylast=True)
+    def prepare_stats(self, resource: ResourceView) -> ResourceStats:
+        machine = resource.machine
+        if machine is None:
+            return ResourceStats()
+        return ResourceStats(
+            machines=1,
+            slots=machine.slots,
+            running_tasks=len(machine.running_task_ids),
+            capacity=machine.capacity,
+            reserved=machine.reserved,
+            measured_usage=machine.measured_usage or NO_RESOURCES,
+        )
+
+    @hookimpl(trylast=True)
+    def gather_stats(self, accumulated: ResourceStats, child_stats: ResourceStats) -> ResourceStats:
+        return accumulated + child_stats
+
+    @hookimpl(trylast=True)
+    def update_stats(self, stats: ResourceStats) -> ResourceStats:
+        return stats

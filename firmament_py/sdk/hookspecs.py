@@ -1,0 +1,368 @@
+"""The policy API: every hook a scheduling policy can implement, in one place.
+
+A policy is a pluggy plugin: an object (module or instance) whose functions are marked with
+`hookimpl` and named after the hooks below. The hooks mirror Firmament's CostModelInterface in
+Python terms. The scheduler's graph manager asks them while it keeps this flow network in step
+with the cluster::
+
+    task --task_to_unscheduled--> U(job) --unscheduled_to_sink--> sink
+    task --task_to_equiv_class--> class [--equiv_class_to_equiv_class--> class ...]
+         --equiv_class_to_resource--> pod | rack | machine
+    task --task_to_resource--> pod | rack | machine
+    pod --resource_to_resource--> rack --resource_to_resource--> machine --leaf_to_sink--> sink
+    running task --task_continuation--> its machine
+                 --task_preemption--> U(job)                    (only with preemption enabled)
+
+Each task is a source of one unit of flow and the sink drains them all. A unit that reaches the
+sink through a machine places the task there; one that goes through its job's unscheduled
+aggregator U(job) leaves it waiting (or preempts it, if it was running). Without preemption a
+running task has only its continuation arc; with it, the task also keeps its class and preference
+arcs, so the solver may migrate it.
+
+The hooks, by phase (`ALL_HOOKS` lists them in this order):
+
+Capability
+    preemption_enabled           may running tasks be preempted and migrated? (asked once)
+Shape: which arcs exist (asked for every task and class the manager reaches in its pass
+from the task nodes)
+    task_equiv_classes           the equivalence classes a task has arcs to
+    task_preference_arcs         the resources a task has direct arcs to
+    equiv_class_preference_arcs  the resources a class has arcs to
+    equiv_class_to_equiv_class_arcs  the classes a class has arcs to
+Arc descriptors: cost, capacity and minimum flow of each arc
+    task_to_unscheduled          task -> its job's unscheduled aggregator (cost of waiting)
+    unscheduled_to_sink          unscheduled aggregator -> sink
+    task_to_resource             task -> a resource it prefers
+    resource_to_resource         topology arc, parent -> child
+    leaf_to_sink                 machine -> sink
+    task_to_equiv_class          task -> one of its classes
+    equiv_class_to_resource      class -> a resource it prefers
+    equiv_class_to_equiv_class   class -> class
+    task_continuation            running task -> its machine (cost of staying)
+    task_preemption              running task -> unscheduled aggregator (cost of preempting)
+Statistics: the pass from the sink up the resource topology, before any arc is asked for
+    prepare_stats                a resource's own statistics, before its children's are added
+    gather_stats                 fold a child's final statistics into its parent's
+    update_stats                 a resource's final statistics, once all children are in
+Notifications
+    machine_added, machine_removed, task_added, task_removed
+
+The rules:
+
+* Every hook but the notifications is `firstresult`: pluggy asks the implementations in turn
+  (`tryfirst` ones first, `trylast` ones last) and the first answer that is not None wins. The
+  built-in defaults (`firmament_py.sdk.defaults`) are `trylast` and registered after the
+  policy, which puts them after every implementation the policy has: a policy answers the hooks
+  it implements, may return None to leave one particular question to the defaults, and never
+  has to implement a hook whose default suits it. A `wrapper=True` implementation sees (and may
+  replace) the answer of everything else, the defaults included.
+* An implementation may take any subset of its hook's arguments, by name.
+* Answers are checked (`PolicyManager`): a wrong type, an out-of-range descriptor, an unknown
+  resource or a duplicate raises `PolicyError` naming the policy, the hook and the value.
+* Answer hooks are asked many times per round, in an order the manager chooses, and may be asked
+  again about things that did not change: they should depend only on their arguments and the
+  cluster view, and change nothing but the policy's own caches.
+* Notifications are called on every plugin that implements them and return nothing; they are
+  where a policy keeps the caches its answers need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pluggy
+
+from firmament_py.model.ids import EquivClassId, MachineId, TaskId
+from firmament_py.sdk.types import (
+    ArcDescriptor,
+    ClusterView,
+    JobView,
+    MachineView,
+    ResourceRef,
+    ResourceStats,
+    ResourceView,
+    TaskView,
+)
+
+PROJECT_NAME = "firmament_py"
+"""pluggy's project name: hook implementations are recognised by this marker."""
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+"""Marks a policy's function as the implementation of the hook of the same name."""
+
+
+# ---------------------------------------------------------------------- capability
+
+
+@hookspec(firstresult=True)
+def preemption_enabled() -> bool | None:
+    """Whether the scheduler may preempt and migrate running tasks under this policy.
+
+    Asked once, when the policy is selected; the answer fixes the shape of the graph and is
+    available to every hook as `cluster.preemption_enabled`. Must be a bool.
+    Default: False (Firmament's `--preemption` default): running tasks stay where they are.
+    """
+
+
+# ---------------------------------------------------------------------- shape
+
+
+@hookspec(firstresult=True)
+def task_equiv_classes(task: TaskView, cluster: ClusterView) -> Sequence[EquivClassId] | None:
+    """The equivalence classes a waiting task has arcs to (Firmament's GetTaskEquivClasses).
+
+    A class is any int or non-empty str the policy chooses; tasks that share a class share its
+    node, and the arcs out of it. The manager creates a class node when some task first names
+    it and drops it when no arc leads to it. A list or tuple without duplicates.
+    Default: the cluster aggregator `CLUSTER_AGGREGATOR`, or for a task with label selectors, a
+    class of all tasks with the same selectors (reaching only machines whose labels match).
+    """
+
+
+@hookspec(firstresult=True)
+def task_preference_arcs(task: TaskView, cluster: ClusterView) -> Sequence[ResourceRef] | None:
+    """The resources (pods, racks or machines) a waiting task has direct arcs to
+    (Firmament's GetTaskPreferenceArcs). Each must be live; a list or tuple without duplicates.
+    Default: none.
+    """
+
+
+@hookspec(firstresult=True)
+def equiv_class_preference_arcs(
+    equiv_class: EquivClassId, cluster: ClusterView
+) -> Sequence[ResourceRef] | None:
+    """The resources a class has arcs to (Firmament's GetOutgoingEquivClassPrefArcs).
+    Each must be live; a list or tuple without duplicates.
+    Default: every machine for the cluster aggregator, every machine whose labels match for a
+    default selector class, none for any other class.
+    """
+
+
+@hookspec(firstresult=True)
+def equiv_class_to_equiv_class_arcs(
+    equiv_class: EquivClassId, cluster: ClusterView
+) -> Sequence[EquivClassId] | None:
+    """The classes a class has arcs to (Firmament's GetEquivClassToEquivClassesArcs), for
+    policies that build hierarchies of aggregators. A list or tuple without duplicates that
+    does not contain `equiv_class` itself.
+    Default: none.
+    """
+
+
+# ---------------------------------------------------------------------- arc descriptors
+
+
+@hookspec(firstresult=True)
+def task_to_unscheduled(task: TaskView, cluster: ClusterView) -> ArcDescriptor | None:
+    """The arc from a waiting task to its job's unscheduled aggregator: its cost is the price
+    of leaving the task unscheduled for another round (Firmament's TaskToUnscheduledAgg).
+
+    Asked again every round for every waiting task, so the cost may grow with waiting time, as
+    Firmament intends. Any placement path that costs less than this is preferred to waiting;
+    a policy whose placement costs exceed the default should raise this too.
+    Default: cost `UNSCHEDULED_COST` (1,000,000, Firmament's Octopus model) plus one per whole
+    second the task has waited in total; capacity 1.
+    """
+
+
+@hookspec(firstresult=True)
+def unscheduled_to_sink(
+    job: JobView, incoming_tasks: int, cluster: ClusterView
+) -> ArcDescriptor | None:
+    """The arc from a job's unscheduled aggregator to the sink (Firmament's
+    UnscheduledAggToSink).
+
+    `incoming_tasks` is the number of the job's tasks with an arc into the aggregator (its
+    waiting tasks, plus its running ones when preemption is enabled). The capacity must be at
+    least that, or the flow problem could be infeasible; a smaller one is refused.
+    Default: cost 0, capacity `incoming_tasks`.
+    """
+
+
+@hookspec(firstresult=True)
+def task_to_resource(
+    task: TaskView, resource: ResourceView, cluster: ClusterView
+) -> ArcDescriptor | None:
+    """A task's preference arc to a resource from `task_preference_arcs`
+    (Firmament's TaskToResourceNode). A task carries one unit: min_flow at most 1.
+    Default: cost 0, capacity 1.
+    """
+
+
+@hookspec(firstresult=True)
+def resource_to_resource(
+    parent: ResourceView, child: ResourceView, cluster: ClusterView
+) -> ArcDescriptor | None:
+    """A topology arc: pod -> rack or rack -> machine (Firmament's ResourceNodeToResourceNode).
+    Flow on it is flow of tasks placed below `child`.
+    Default: cost 0, capacity `schedulable_slots(child.stats)`: the free slots below the child,
+    or all its slots with preemption (Firmament's CapacityFromResNodeToParent).
+    """
+
+
+@hookspec(firstresult=True)
+def leaf_to_sink(machine: MachineView, cluster: ClusterView) -> ArcDescriptor | None:
+    """The arc from a machine to the sink (Firmament's LeafResourceNodeToSink): its capacity
+    bounds how many tasks the machine runs. Without preemption the machine's running tasks are
+    pinned to it, so a capacity below their number is refused.
+    Default: cost 0, capacity the machine's slots.
+    """
+
+
+@hookspec(firstresult=True)
+def task_to_equiv_class(
+    task: TaskView, equiv_class: EquivClassId, cluster: ClusterView
+) -> ArcDescriptor | None:
+    """A task's arc to one of its classes from `task_equiv_classes`
+    (Firmament's TaskToEquivClassAggregator). min_flow at most 1.
+    Default: cost 2 to the cluster aggregator and default selector classes (Firmament's trivial
+    model), 0 to any other class; capacity 1.
+    """
+
+
+@hookspec(firstresult=True)
+def equiv_class_to_resource(
+    equiv_class: EquivClassId, resource: ResourceView, cluster: ClusterView
+) -> ArcDescriptor | None:
+    """A class's arc to a resource from `equiv_class_preference_arcs`
+    (Firmament's EquivClassToResourceNode).
+    Default: cost 0, capacity `schedulable_slots(resource.stats)`.
+    """
+
+
+@hookspec(firstresult=True)
+def equiv_class_to_equiv_class(
+    source: EquivClassId, target: EquivClassId, cluster: ClusterView
+) -> ArcDescriptor | None:
+    """A class's arc to a class from `equiv_class_to_equiv_class_arcs`
+    (Firmament's EquivClassToEquivClass).
+    Default: cost 0, capacity `MAX_CAPACITY` (a free pass-through).
+    """
+
+
+@hookspec(firstresult=True)
+def task_continuation(
+    task: TaskView, machine: MachineView, cluster: ClusterView
+) -> ArcDescriptor | None:
+    """The arc from a running task to the machine it runs on: the cost of letting it continue
+    (Firmament's TaskContinuation). min_flow 1 pins the task; at most 1.
+    Default: cost 0, capacity 1, min_flow 1 without preemption (the task cannot be moved, as
+    Firmament's PinTaskToNode does) and 0 with it.
+    """
+
+
+@hookspec(firstresult=True)
+def task_preemption(task: TaskView, cluster: ClusterView) -> ArcDescriptor | None:
+    """The arc from a running task to its job's unscheduled aggregator, when preemption is
+    enabled: the cost of taking the task off its machine (Firmament's TaskPreemption).
+    min_flow at most 1.
+    Default: cost `UNSCHEDULED_COST` plus one per whole second the task has waited and run in
+    total, so a waiting task displaces it only after waiting longer than that; capacity 1.
+    """
+
+
+# ---------------------------------------------------------------------- statistics
+
+
+@hookspec(firstresult=True)
+def prepare_stats(resource: ResourceView, cluster: ClusterView) -> ResourceStats | None:
+    """A resource's statistics before any child's are gathered into it (Firmament's
+    PrepareStats): what the resource contributes itself.
+
+    The pass (`PolicyManager.statistics_pass`) visits every live resource once per round,
+    machines first, then racks, then pods, after the round's events and before any arc is asked
+    for. `resource.stats` still holds the
+    previous pass's value (and raises LookupError for a resource no pass has reached).
+    Default: a machine's own slots, running tasks, capacity, reservations and measured usage;
+    zero for racks and pods.
+    """
+
+
+@hookspec(firstresult=True)
+def gather_stats(
+    parent: ResourceView,
+    accumulated: ResourceStats,
+    child: ResourceView,
+    child_stats: ResourceStats,
+    cluster: ClusterView,
+) -> ResourceStats | None:
+    """Fold a child's final statistics into its parent's accumulated ones (Firmament's
+    GatherStats), once per topology arc. Return the new accumulated statistics.
+    Default: `accumulated + child_stats`, field by field.
+    """
+
+
+@hookspec(firstresult=True)
+def update_stats(
+    resource: ResourceView, stats: ResourceStats, cluster: ClusterView
+) -> ResourceStats | None:
+    """A resource's final statistics, once every child has been gathered (Firmament's
+    UpdateStats). The result is what the arc hooks see as `resource.stats` and what its parent
+    gathers; a policy may derive values here or note them for its own caches.
+    Default: `stats` unchanged.
+    """
+
+
+# ---------------------------------------------------------------------- notifications
+
+
+@hookspec
+def machine_added(machine: MachineView, cluster: ClusterView) -> None:
+    """A machine joined the graph (Firmament's AddMachine)."""
+
+
+@hookspec
+def machine_removed(machine_id: MachineId, cluster: ClusterView) -> None:
+    """A machine left the graph (Firmament's RemoveMachine); it is no longer in `cluster`."""
+
+
+@hookspec
+def task_added(task: TaskView, cluster: ClusterView) -> None:
+    """A task joined the graph, when it first became runnable (Firmament's AddTask)."""
+
+
+@hookspec
+def task_removed(task_id: TaskId, cluster: ClusterView) -> None:
+    """A task left the graph: it completed, failed or was removed (Firmament's RemoveTask).
+    It may no longer be in `cluster`."""
+
+
+# ---------------------------------------------------------------------- the list
+
+CAPABILITY_HOOKS = ("preemption_enabled",)
+SHAPE_HOOKS = (
+    "task_equiv_classes",
+    "task_preference_arcs",
+    "equiv_class_preference_arcs",
+    "equiv_class_to_equiv_class_arcs",
+)
+ARC_HOOKS = (
+    "task_to_unscheduled",
+    "unscheduled_to_sink",
+    "task_to_resource",
+    "resource_to_resource",
+    "leaf_to_sink",
+    "task_to_equiv_class",
+    "equiv_class_to_resource",
+    "equiv_class_to_equiv_class",
+    "task_continuation",
+    "task_preemption",
+)
+STATISTICS_HOOKS = ("prepare_stats", "gather_stats", "update_stats")
+NOTIFICATION_HOOKS = ("machine_added", "machine_removed", "task_added", "task_removed")
+
+ANSWER_HOOKS = CAPABILITY_HOOKS + SHAPE_HOOKS + ARC_HOOKS + STATISTICS_HOOKS
+"""The `firstresult` hooks: the defaults answer every one of them."""
+ALL_HOOKS = ANSWER_HOOKS + NOTIFICATION_HOOKS
+
+TASK_ARC_HOOKS = frozenset(
+    {
+        "task_to_unscheduled",
+        "task_to_resource",
+        "task_to_equiv_class",
+        "task_continuation",
+        "task_preemption",
+    }
+)
+"""Hooks describing arcs out of a task node, which carries one unit: min_flow <= 1."""

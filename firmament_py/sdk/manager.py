@@ -1,0 +1,512 @@
+"""Selecting a policy and asking it questions: the typed, checked facade over pluggy.
+
+pluggy's hook calls take keyword arguments and return whatever a plugin returned. The scheduler
+must not trust that: the flow graph's compiled solvers assume valid values, and a policy is
+third-party code. So the scheduler never calls pluggy directly; it calls `PolicyManager`, which
+has one typed method per hook, checks every answer, and turns every failure (a bad answer or an
+exception inside a hook) into one `PolicyError` that names the policy, the hook call and the
+offending value, for the scheduler to isolate and report.
+
+Policies are found through the entry-point group `firmament_py.policies`: the entry point's name
+is the policy's name, and its object is a module, an instance, or a class (instantiated with no
+arguments). Built-in policies register through the same group; only the selected one is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+import pluggy
+
+from firmament_py.model.cluster import ClusterState
+from firmament_py.model.ids import EquivClassId, MachineId, TaskId
+from firmament_py.sdk import hookspecs
+from firmament_py.sdk.defaults import FirmamentDefaults
+from firmament_py.sdk.types import (
+    ArcDescriptor,
+    ClusterView,
+    JobView,
+    MachineView,
+    ResourceKind,
+    ResourceRef,
+    ResourceStats,
+    ResourceView,
+    TaskView,
+    arc_descriptor_problem,
+)
+
+__all__ = [
+    "DEFAULTS_PLUGIN_NAME",
+    "POLICY_ENTRY_POINT_GROUP",
+    "PolicyError",
+    "PolicyManager",
+    "UnknownPolicyError",
+    "available_policies",
+    "load_policy",
+]
+
+POLICY_ENTRY_POINT_GROUP = "firmament_py.policies"
+DEFAULTS_PLUGIN_NAME = "firmament-defaults"
+"""The name the built-in defaults are registered under; no policy may take it."""
+
+
+class PolicyError(Exception):
+    """A policy could not be loaded, or one of its hooks failed or answered wrongly.
+
+    `policy` is the selected policy's name, `hook` the hook concerned (None for loading
+    errors), and the message names the call and the offending value.
+    """
+
+    def __init__(self, policy: str, problem: str, *, hook: str | None = None) -> None:
+        super().__init__(f"policy {policy!r}: {problem}")
+        self.policy = policy
+        self.problem = problem
+        self.hook = hook
+
+
+class UnknownPolicyError(PolicyError):
+    """No installed policy has the requested name; `known` lists those that exist."""
+
+    def __init__(self, policy: str, known: Sequence[str]) -> None:
+        self.known = tuple(known)
+        listing = ", ".join(self.known) if self.known else "none are installed"
+        super().__init__(
+            policy,
+            f"no such policy in entry-point group {POLICY_ENTRY_POINT_GROUP!r} "
+            f"(known policies: {listing})",
+        )
+
+
+# ---------------------------------------------------------------------- discovery
+
+
+def _policy_entry_points() -> dict[str, list[importlib.metadata.EntryPoint]]:
+    """The installed policies' entry points by name; a name may have several (a conflict)."""
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for entry_point in importlib.metadata.entry_points(group=POLICY_ENTRY_POINT_GROUP):
+        same_name = found.setdefault(entry_point.name, [])
+        # One distribution can be seen twice (say, an editable install on two path entries).
+        if all(other.value != entry_point.value for other in same_name):
+            same_name.append(entry_point)
+    return found
+
+
+def available_policies() -> list[str]:
+    """The names of the installed policies, sorted."""
+    return sorted(_policy_entry_points())
+
+
+def load_policy(name: str) -> PolicyManager:
+    """Load the installed policy `name` (and no other) and return its manager.
+
+    Raises UnknownPolicyError (listing the known names) if no policy has that name, and
+    PolicyError if two distributions claim the name or the policy fails to load.
+    """
+    entry_points = _policy_entry_points()
+    candidates = entry_points.get(name)
+    if not candidates:
+        raise UnknownPolicyError(name, sorted(entry_points))
+    if len(candidates) > 1:
+        claims = ", ".join(repr(entry_point.value) for entry_point in candidates)
+        raise PolicyError(name, f"several entry points claim this name: {claims}")
+    entry_point = candidates[0]
+    try:
+        plugin = entry_point.load()
+        if isinstance(plugin, type):
+            plugin = plugin()
+    except Exception as exc:
+        raise PolicyError(
+            name, f"cannot load {entry_point.value!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    return PolicyManager(plugin, name=name)
+
+
+# ---------------------------------------------------------------------- the manager
+
+
+def _describe_call(hook: str, arguments: Mapping[str, object]) -> str:
+    shown = ", ".join(f"{key}={value!r}" for key, value in arguments.items() if key != "cluster")
+    return f"{hook}({shown})"
+
+
+def _is_sequence(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
+def _equiv_class_problem(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return "is not an equivalence class (an int or a str)"
+    if value == "":
+        return "is an empty str"
+    return None
+
+
+class PolicyManager:
+    """One selected policy on top of the built-in defaults, asked through typed methods.
+
+    Each method has the name and keyword arguments of its hook (see `hookspecs`) and returns a
+    checked answer or raises `PolicyError`. `preemption_enabled` is asked once, here.
+    """
+
+    def __init__(self, policy: object, *, name: str) -> None:
+        """Register `policy` (a module or an instance) under `name`, then the defaults.
+
+        Raises PolicyError if the name is reserved, the policy is a class rather than an
+        instance, implements a hook that does not exist or with arguments the hook does not
+        have, defines a hook-named function without marking it with `hookimpl`, or gives a
+        wrong answer to `preemption_enabled`.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a policy name must be a non-empty str, got {name!r}")
+        self.name = name
+        if name == DEFAULTS_PLUGIN_NAME:
+            raise PolicyError(name, "this name is reserved for the built-in defaults")
+        if isinstance(policy, type):
+            raise PolicyError(
+                name, f"{policy.__name__} is a class; register an instance of it (or a module)"
+            )
+        manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        manager.add_hookspecs(hookspecs)
+        try:
+            manager.register(policy, name=name)
+            manager.check_pending()
+        except (pluggy.PluginValidationError, ValueError) as exc:
+            raise PolicyError(name, f"is not a valid policy plugin: {exc}") from exc
+        # Last and trylast: pluggy puts each new trylast implementation at the very end of the
+        # calling order, so the defaults are asked after everything the policy implements,
+        # its own trylast implementations included (registered first, they would not be).
+        manager.register(FirmamentDefaults(), name=DEFAULTS_PLUGIN_NAME)
+        unmarked = [
+            hook
+            for hook in hookspecs.ALL_HOOKS
+            if callable(getattr(policy, hook, None))
+            and manager.parse_hookimpl_opts(policy, hook) is None
+        ]
+        if unmarked:
+            raise PolicyError(
+                name,
+                f"defines {', '.join(unmarked)} without marking it with "
+                "firmament_py.sdk.hookimpl, so pluggy would never call it",
+            )
+        self._plugin_manager = manager
+        self._policy = policy
+        self._callers = {hook: getattr(manager.hook, hook) for hook in hookspecs.ALL_HOOKS}
+        self._policy_hooks = frozenset(
+            caller.name for caller in manager.get_hookcallers(policy) or ()
+        )
+        answer = self._ask("preemption_enabled", {})
+        if type(answer) is not bool:
+            raise self._wrong("preemption_enabled", {}, answer, "expected a bool")
+        self.preemption_enabled: bool = answer
+
+    def __repr__(self) -> str:
+        return f"PolicyManager({self.name!r})"
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        """The underlying pluggy manager (for inspection; call hooks through this class)."""
+        return self._plugin_manager
+
+    def cluster_view(
+        self, state: ClusterState, stats: Mapping[ResourceRef, ResourceStats] | None = None
+    ) -> ClusterView:
+        """The view of `state` this policy's hooks receive: built with the policy's answer to
+        `preemption_enabled`, serving `stats` (a mapping the caller may keep updating, as with
+        the results of `statistics_pass`)."""
+        return ClusterView(state, preemption_enabled=self.preemption_enabled, stats=stats)
+
+    @property
+    def implemented_hooks(self) -> frozenset[str]:
+        """The hooks the policy itself implements; the defaults answer the others."""
+        return self._policy_hooks
+
+    # ------------------------------------------------------------------ asking and checking
+
+    def _ask(self, hook: str, arguments: dict[str, object]) -> object:
+        try:
+            return cast(object, self._callers[hook](**arguments))
+        except Exception as exc:
+            raise PolicyError(
+                self.name,
+                f"{_describe_call(hook, arguments)} raised {type(exc).__name__}: {exc}"
+                f"{self._attribution(hook)}",
+                hook=hook,
+            ) from exc
+
+    def _attribution(self, hook: str) -> str:
+        if hook in self._policy_hooks:
+            return ""
+        return " (answered by the built-in defaults; the policy does not implement this hook)"
+
+    def _wrong(
+        self, hook: str, arguments: Mapping[str, object], value: object, why: str
+    ) -> PolicyError:
+        return PolicyError(
+            self.name,
+            f"{_describe_call(hook, arguments)} returned {value!r}: {why}{self._attribution(hook)}",
+            hook=hook,
+        )
+
+    def _arc(self, hook: str, arguments: dict[str, object]) -> ArcDescriptor:
+        value = self._ask(hook, arguments)
+        problem = arc_descriptor_problem(value)
+        if problem is not None:
+            raise self._wrong(hook, arguments, value, problem)
+        descriptor = cast(ArcDescriptor, value)
+        if hook in hookspecs.TASK_ARC_HOOKS and descriptor.min_flow > 1:
+            raise self._wrong(
+                hook,
+                arguments,
+                value,
+                f"min_flow {descriptor.min_flow} exceeds the one unit a task carries",
+            )
+        return descriptor
+
+    def _sequence(self, hook: str, arguments: dict[str, object]) -> tuple[object, ...]:
+        value = self._ask(hook, arguments)
+        if not _is_sequence(value):
+            raise self._wrong(hook, arguments, value, "expected a list or tuple")
+        items = tuple(cast(Sequence[object], value))
+        seen: set[object] = set()
+        for position, item in enumerate(items):
+            try:
+                duplicate = item in seen
+            except TypeError:  # unhashable: the type checks below name it
+                continue
+            if duplicate:
+                raise self._wrong(
+                    hook, arguments, value, f"item {position}, {item!r}, is a duplicate"
+                )
+            seen.add(item)
+        return items
+
+    def _resources(
+        self, hook: str, arguments: dict[str, object], cluster: ClusterView
+    ) -> tuple[ResourceRef, ...]:
+        items = self._sequence(hook, arguments)
+        for position, item in enumerate(items):
+            if not isinstance(item, ResourceRef):
+                raise self._wrong(
+                    hook, arguments, items, f"item {position}, {item!r}, is not a ResourceRef"
+                )
+            if not cluster.has_resource(item):
+                raise self._wrong(
+                    hook, arguments, items, f"item {position}, {item!r}, is not a live resource"
+                )
+        return cast(tuple[ResourceRef, ...], items)
+
+    def _equiv_classes(
+        self, hook: str, arguments: dict[str, object], *, source: EquivClassId | None = None
+    ) -> tuple[EquivClassId, ...]:
+        items = self._sequence(hook, arguments)
+        for position, item in enumerate(items):
+            problem = _equiv_class_problem(item)
+            if problem is not None:
+                raise self._wrong(hook, arguments, items, f"item {position}, {item!r}, {problem}")
+            if source is not None and item == source:
+                raise self._wrong(
+                    hook, arguments, items, f"item {position} is the class itself (a self-loop)"
+                )
+        return cast(tuple[EquivClassId, ...], items)
+
+    def _stats(self, hook: str, arguments: dict[str, object]) -> ResourceStats:
+        value = self._ask(hook, arguments)
+        if not isinstance(value, ResourceStats):
+            raise self._wrong(
+                hook, arguments, value, f"expected ResourceStats, got {type(value).__name__}"
+            )
+        return value
+
+    def _notify(self, hook: str, arguments: dict[str, object]) -> None:
+        answers = self._ask(hook, arguments)
+        if answers:  # pluggy collects the answers that are not None
+            raise self._wrong(hook, arguments, answers, "notifications return nothing")
+
+    # ------------------------------------------------------------------ shape
+
+    def task_equiv_classes(
+        self, *, task: TaskView, cluster: ClusterView
+    ) -> tuple[EquivClassId, ...]:
+        return self._equiv_classes("task_equiv_classes", {"task": task, "cluster": cluster})
+
+    def task_preference_arcs(
+        self, *, task: TaskView, cluster: ClusterView
+    ) -> tuple[ResourceRef, ...]:
+        arguments: dict[str, object] = {"task": task, "cluster": cluster}
+        return self._resources("task_preference_arcs", arguments, cluster)
+
+    def equiv_class_preference_arcs(
+        self, *, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> tuple[ResourceRef, ...]:
+        arguments: dict[str, object] = {"equiv_class": equiv_class, "cluster": cluster}
+        return self._resources("equiv_class_preference_arcs", arguments, cluster)
+
+    def equiv_class_to_equiv_class_arcs(
+        self, *, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> tuple[EquivClassId, ...]:
+        return self._equiv_classes(
+            "equiv_class_to_equiv_class_arcs",
+            {"equiv_class": equiv_class, "cluster": cluster},
+            source=equiv_class,
+        )
+
+    # ------------------------------------------------------------------ arc descriptors
+
+    def task_to_unscheduled(self, *, task: TaskView, cluster: ClusterView) -> ArcDescriptor:
+        return self._arc("task_to_unscheduled", {"task": task, "cluster": cluster})
+
+    def unscheduled_to_sink(
+        self, *, job: JobView, incoming_tasks: int, cluster: ClusterView
+    ) -> ArcDescriptor:
+        arguments: dict[str, object] = {
+            "job": job,
+            "incoming_tasks": incoming_tasks,
+            "cluster": cluster,
+        }
+        descriptor = self._arc("unscheduled_to_sink", arguments)
+        if descriptor.capacity < incoming_tasks:
+            raise self._wrong(
+                "unscheduled_to_sink",
+                arguments,
+                descriptor,
+                f"capacity {descriptor.capacity} is below the {incoming_tasks} tasks that may "
+                "wait here, which could make the flow problem infeasible",
+            )
+        return descriptor
+
+    def task_to_resource(
+        self, *, task: TaskView, resource: ResourceView, cluster: ClusterView
+    ) -> ArcDescriptor:
+        arguments: dict[str, object] = {"task": task, "resource": resource, "cluster": cluster}
+        return self._arc("task_to_resource", arguments)
+
+    def resource_to_resource(
+        self, *, parent: ResourceView, child: ResourceView, cluster: ClusterView
+    ) -> ArcDescriptor:
+        arguments: dict[str, object] = {"parent": parent, "child": child, "cluster": cluster}
+        return self._arc("resource_to_resource", arguments)
+
+    def leaf_to_sink(self, *, machine: MachineView, cluster: ClusterView) -> ArcDescriptor:
+        arguments: dict[str, object] = {"machine": machine, "cluster": cluster}
+        descriptor = self._arc("leaf_to_sink", arguments)
+        running = len(machine.running_task_ids)
+        if not cluster.preemption_enabled and descriptor.capacity < running:
+            raise self._wrong(
+                "leaf_to_sink",
+                arguments,
+                descriptor,
+                f"capacity {descriptor.capacity} is below the {running} tasks pinned to the "
+                "machine (preemption is disabled), which makes the flow problem infeasible",
+            )
+        return descriptor
+
+    def task_to_equiv_class(
+        self, *, task: TaskView, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> ArcDescriptor:
+        arguments: dict[str, object] = {
+            "task": task,
+            "equiv_class": equiv_class,
+            "cluster": cluster,
+        }
+        return self._arc("task_to_equiv_class", arguments)
+
+    def equiv_class_to_resource(
+        self, *, equiv_class: EquivClassId, resource: ResourceView, cluster: ClusterView
+    ) -> ArcDescriptor:
+        arguments: dict[str, object] = {
+            "equiv_class": equiv_class,
+            "resource": resource,
+            "cluster": cluster,
+        }
+        return self._arc("equiv_class_to_resource", arguments)
+
+    def equiv_class_to_equiv_class(
+        self, *, source: EquivClassId, target: EquivClassId, cluster: ClusterView
+    ) -> ArcDescriptor:
+        arguments: dict[str, object] = {"source": source, "target": target, "cluster": cluster}
+        return self._arc("equiv_class_to_equiv_class", arguments)
+
+    def task_continuation(
+        self, *, task: TaskView, machine: MachineView, cluster: ClusterView
+    ) -> ArcDescriptor:
+        arguments: dict[str, object] = {"task": task, "machine": machine, "cluster": cluster}
+        return self._arc("task_continuation", arguments)
+
+    def task_preemption(self, *, task: TaskView, cluster: ClusterView) -> ArcDescriptor:
+        return self._arc("task_preemption", {"task": task, "cluster": cluster})
+
+    # ------------------------------------------------------------------ statistics
+
+    def prepare_stats(self, *, resource: ResourceView, cluster: ClusterView) -> ResourceStats:
+        return self._stats("prepare_stats", {"resource": resource, "cluster": cluster})
+
+    def gather_stats(
+        self,
+        *,
+        parent: ResourceView,
+        accumulated: ResourceStats,
+        child: ResourceView,
+        child_stats: ResourceStats,
+        cluster: ClusterView,
+    ) -> ResourceStats:
+        arguments: dict[str, object] = {
+            "parent": parent,
+            "accumulated": accumulated,
+            "child": child,
+            "child_stats": child_stats,
+            "cluster": cluster,
+        }
+        return self._stats("gather_stats", arguments)
+
+    def update_stats(
+        self, *, resource: ResourceView, stats: ResourceStats, cluster: ClusterView
+    ) -> ResourceStats:
+        arguments: dict[str, object] = {"resource": resource, "stats": stats, "cluster": cluster}
+        return self._stats("update_stats", arguments)
+
+    def statistics_pass(self, cluster: ClusterView) -> dict[ResourceRef, ResourceStats]:
+        """Run the statistics pass over the whole resource topology and return every live
+        resource's final statistics: machines, then racks, then pods, each prepared, gathered
+        from its children in the order they joined, and updated.
+
+        The topology is the cluster model's pod / rack / machine tree, so the pass needs no
+        graph; the scheduler installs the result as the statistics its `ClusterView` serves.
+        """
+        final: dict[ResourceRef, ResourceStats] = {}
+        levels = (
+            [machine.ref for machine in cluster.machines.values()],
+            [ResourceRef(ResourceKind.RACK, rack_id) for rack_id in cluster.racks],
+            [ResourceRef(ResourceKind.POD, pod_id) for pod_id in cluster.pods],
+        )
+        for level in levels:
+            for ref in level:
+                resource = ResourceView(ref, cluster)
+                accumulated = self.prepare_stats(resource=resource, cluster=cluster)
+                for child_ref in resource.children:
+                    accumulated = self.gather_stats(
+                        parent=resource,
+                        accumulated=accumulated,
+                        child=ResourceView(child_ref, cluster),
+                        child_stats=final[child_ref],
+                        cluster=cluster,
+                    )
+                final[ref] = self.update_stats(
+                    resource=resource, stats=accumulated, cluster=cluster
+                )
+        return final
+
+    # ------------------------------------------------------------------ notifications
+
+    def machine_added(self, *, machine: MachineView, cluster: ClusterView) -> None:
+        self._notify("machine_added", {"machine": machine, "cluster": cluster})
+
+    def machine_removed(self, *, machine_id: MachineId, cluster: ClusterView) -> None:
+        self._notify("machine_removed", {"machine_id": machine_id, "cluster": cluster})
+
+    def task_added(self, *, task: TaskView, cluster: ClusterView) -> None:
+        self._notify("task_added", {"task": task, "cluster": cluster})
+
+    def task_removed(self, *, task_id: TaskId, cluster: ClusterView) -> None:
+        self._notify("task_removed", {"task_id": task_id, "cluster": cluster})
