@@ -6,14 +6,15 @@ numba's own decorators are untyped for mypy; `kernel` keeps the decorated functi
 
 numba keys each cache entry on its own source file only, so a kernel that calls a kernel from
 another module keeps running the old callee after that module is edited. `_drop_stale_caches`
-guards against this: when any source file of the package changed since the caches were written,
-every cached kernel of the package is dropped and recompiled.
+guards against this: when any module that compiled code depends on changed since the caches
+were written, every cached kernel of the package is dropped and recompiled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -25,10 +26,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PACKAGE = Path(__file__).resolve().parent
 
 
+_IMPORT = re.compile(rb"^\s*from\s+(\w+(?:\.\w+)*)\s+import|^\s*import\s+(\w+(?:\.\w+)*)", re.M)
+
+
+def _compiled_sources(package: Path) -> list[Path]:
+    """The modules compiled code can depend on: those defining kernels, and what they import
+    from the package (callees and the constants numba freezes into machine code), transitively.
+    Editing any other module (the SDK, the model) keeps the caches."""
+    files = {p.resolve(): p.read_bytes() for p in package.rglob("*.py")}
+    todo = [p for p, text in files.items() if b"@kernel" in text]
+    seen = set(todo)
+    while todo:
+        for match in _IMPORT.finditer(files[todo.pop()]):
+            parts = (match.group(1) or match.group(2)).decode().split(".")
+            if parts[0] != package.name:
+                continue
+            base = package.joinpath(*parts[1:])
+            for target in (base.with_suffix(".py"), base / "__init__.py"):
+                target = target.resolve()
+                if target in files and target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+    return sorted(seen)
+
+
 def _sources_digest(package: Path) -> str:
     digest = hashlib.sha256(numba.__version__.encode())
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode())
+    for path in _compiled_sources(package):
+        digest.update(str(path.relative_to(package.resolve())).encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
