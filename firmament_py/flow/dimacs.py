@@ -51,13 +51,14 @@ from firmament_py.flow.changes import (
     ChangeBatch,
     ChangeOp,
 )
-from firmament_py.flow.graph import (
+from firmament_py.flow.graph import FlowGraph
+from firmament_py.flow.limits import (
     MAX_ARC_KIND,
     MAX_CAPACITY,
     MAX_ID,
-    FlowGraph,
     FlowGraphError,
     NodeKind,
+    check_arc_values,
 )
 
 
@@ -344,7 +345,7 @@ class DimacsReader:
     @staticmethod
     def _check_values(line: int, low: int, cap: int, cost: int) -> None:
         try:
-            FlowGraph._check_arc_values(low, cap, cost, "arc")
+            check_arc_values(low, cap, cost, "arc")
         except FlowGraphError as exc:
             raise DimacsError(line, str(exc)) from None
 

@@ -5,9 +5,9 @@ that does not exist reads and writes out of bounds (the interpreter crashes), a 
 wraps around to another node. `FlowSolver.apply` and `FlowSolver.load` therefore call
 `check_batch` / `check_snapshot` first, and a bad batch raises `BatchError` naming its first bad
 row while the network stays exactly as it was. The rules themselves (ids, values, row order, a
-replay of the rows over the ids they mention) live with the graph, in
-`firmament_py.flow.graph.batch_problem`, so that `FlowGraph.apply` enforces the same ones; this
-module only tells them which ids a network holds.
+replay of the rows over the ids they mention) live beside the graph, in
+`firmament_py.flow.batch_rules`, so that `FlowGraph.apply` enforces the same ones; this module
+only tells them which ids a network holds.
 
 `LiveIds` is for a solver that holds no network of its own (`RacingSolver`, whose networks live
 in worker processes): it keeps just which ids are live, and checks and records each batch.
@@ -20,6 +20,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from firmament_py.flow.batch_rules import batch_problem, snapshot_problem
 from firmament_py.flow.changes import (
     ARC_DST,
     ARC_SRC,
@@ -28,7 +29,6 @@ from firmament_py.flow.changes import (
     ChangeBatch,
     ChangeOp,
 )
-from firmament_py.flow.graph import batch_problem, snapshot_problem
 from firmament_py.solvers.network import ResidualNetwork
 
 Int64Array = npt.NDArray[np.int64]
