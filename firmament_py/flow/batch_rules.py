@@ -35,6 +35,12 @@ from firmament_py.flow.changes import (
     COL_OP,
     NODE_KIND,
     NODE_SUPPLY,
+    OP_ADD_ARC,
+    OP_ADD_NODE,
+    OP_CHANGE_ARC,
+    OP_REMOVE_ARC,
+    OP_REMOVE_NODE,
+    OP_SET_SUPPLY,
     ChangeOp,
 )
 from firmament_py.flow.limits import (
@@ -64,13 +70,7 @@ _NODE_OPS = (ChangeOp.REMOVE_NODE, ChangeOp.ADD_NODE, ChangeOp.SET_SUPPLY)
 _OPS_WITH_ENDS = (ChangeOp.ADD_ARC, ChangeOp.CHANGE_ARC)
 _ORDER = ", ".join(op.name.lower() for op in ChangeOp)
 
-# Operation codes as plain ints for the compiled code (numba freezes module globals).
-_OP_REMOVE_NODE = int(ChangeOp.REMOVE_NODE)
-_OP_REMOVE_ARC = int(ChangeOp.REMOVE_ARC)
-_OP_ADD_NODE = int(ChangeOp.ADD_NODE)
-_OP_SET_SUPPLY = int(ChangeOp.SET_SUPPLY)
-_OP_ADD_ARC = int(ChangeOp.ADD_ARC)
-_OP_CHANGE_ARC = int(ChangeOp.CHANGE_ARC)
+# The range of valid operation codes, and of node kinds, for the compiled checks.
 _OP_FIRST = int(min(ChangeOp))
 _OP_LAST = int(max(ChangeOp))
 _MAX_NODE_KIND = int(max(NodeKind))
@@ -143,21 +143,21 @@ def _first_bad_value_row(rows: Int64Array) -> int:  # pragma: no cover - compile
         ident = rows[i, COL_ID]
         if op < _OP_FIRST or op > _OP_LAST:
             return i
-        if op in (_OP_REMOVE_NODE, _OP_ADD_NODE, _OP_SET_SUPPLY):
+        if op in (OP_REMOVE_NODE, OP_ADD_NODE, OP_SET_SUPPLY):
             if ident < 1 or ident > MAX_ID - 1:
                 return i
-            if op != _OP_REMOVE_NODE:
+            if op != OP_REMOVE_NODE:
                 supply = rows[i, NODE_SUPPLY]
                 if supply < -MAX_CAPACITY or supply > MAX_CAPACITY:
                     return i
-            if op == _OP_ADD_NODE:
+            if op == OP_ADD_NODE:
                 kind = rows[i, NODE_KIND]
                 if kind < 0 or kind > _MAX_NODE_KIND:
                     return i
             continue
         if ident < 0 or ident > MAX_ID - 1:
             return i
-        if op != _OP_ADD_ARC and op != _OP_CHANGE_ARC:
+        if op != OP_ADD_ARC and op != OP_CHANGE_ARC:
             continue
         src, dst = rows[i, ARC_SRC], rows[i, ARC_DST]
         if src < 1 or src > MAX_ID - 1 or dst < 1 or dst > MAX_ID - 1 or src == dst:
@@ -171,7 +171,7 @@ def _first_bad_value_row(rows: Int64Array) -> int:  # pragma: no cover - compile
         kind = rows[i, ARC_KIND]
         if kind < 0 or kind > MAX_ARC_KIND:
             return i
-        if op == _OP_CHANGE_ARC:
+        if op == OP_CHANGE_ARC:
             old = rows[i, ARC_OLD_COST]
             if old < -MAX_COST or old > MAX_COST:
                 return i
@@ -244,18 +244,18 @@ def _replay(
     for i in range(len(rows)):
         op = rows[i, COL_OP]
         ident = rows[i, COL_ID]
-        if op == _OP_REMOVE_NODE or op == _OP_ADD_NODE or op == _OP_SET_SUPPLY:  # noqa: SIM109
+        if op == OP_REMOVE_NODE or op == OP_ADD_NODE or op == OP_SET_SUPPLY:  # noqa: SIM109
             st = node_state[ident]
             if st == 0:
                 st = _KNOWN | (_LIVE if was_live[i] else 0)
             earlier = node_last[ident] - 1
-            if op == _OP_ADD_NODE:
+            if op == OP_ADD_NODE:
                 if st & _LIVE:
                     return i, _NODE_EXISTS, earlier
                 st |= _LIVE
             elif not st & _LIVE:
                 return i, _NODE_MISSING, earlier
-            elif op == _OP_REMOVE_NODE:
+            elif op == OP_REMOVE_NODE:
                 st = (st & ~_LIVE) | _REMOVED
             elif st & _RESUPPLIED:
                 return i, _TWICE, earlier
@@ -276,7 +276,7 @@ def _replay(
             elif node_state[old_dst[i]] & _REMOVED:
                 end_gone = old_dst[i]
         live = st & _LIVE and end_gone < 0
-        if op == _OP_ADD_ARC:
+        if op == OP_ADD_ARC:
             if live:
                 return i, _ARC_EXISTS, earlier
             u, v = rows[i, ARC_SRC], rows[i, ARC_DST]
@@ -289,7 +289,7 @@ def _replay(
             return i, _ARC_MISSING, node_last[end_gone] - 1
         elif not live:
             return i, _ARC_MISSING, earlier
-        elif op == _OP_REMOVE_ARC:
+        elif op == OP_REMOVE_ARC:
             st = _KNOWN
         elif st & _CHANGED:
             return i, _TWICE, earlier

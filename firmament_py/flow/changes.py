@@ -40,6 +40,14 @@ class ChangeOp(IntEnum):
     CHANGE_ARC = 6
 
 
+# The same codes as plain ints, for compiled code (numba freezes module globals as constants).
+OP_REMOVE_NODE = int(ChangeOp.REMOVE_NODE)
+OP_REMOVE_ARC = int(ChangeOp.REMOVE_ARC)
+OP_ADD_NODE = int(ChangeOp.ADD_NODE)
+OP_SET_SUPPLY = int(ChangeOp.SET_SUPPLY)
+OP_ADD_ARC = int(ChangeOp.ADD_ARC)
+OP_CHANGE_ARC = int(ChangeOp.CHANGE_ARC)
+
 # Column indices shared by node rows (NODE_*) and arc rows (ARC_*).
 COL_OP = 0
 COL_ID = 1

@@ -42,6 +42,8 @@ from firmament_py.flow.changes import (
     COL_OP,
     NODE_KIND,
     NODE_SUPPLY,
+    OP_ADD_ARC,
+    OP_ADD_NODE,
     ROW_WIDTH,
     ChangeBatch,
     ChangeOp,
@@ -612,7 +614,7 @@ class FlowGraph:
         """The whole graph as a reset batch: every live node and arc as an addition."""
         nodes = self.node_ids()
         arcs = self.arc_ids()
-        rows = np.empty((len(nodes) + len(arcs), ROW_WIDTH), dtype=np.int64)
+        rows = np.zeros((len(nodes) + len(arcs), ROW_WIDTH), dtype=np.int64)
         _fill_snapshot_rows(
             rows,
             nodes,
@@ -956,10 +958,6 @@ class FlowGraph:
 
 # ---------------------------------------------------------------------- snapshots
 
-# Plain ints for the compiled code (numba freezes module globals as constants).
-_OP_ADD_NODE = int(ChangeOp.ADD_NODE)
-_OP_ADD_ARC = int(ChangeOp.ADD_ARC)
-
 
 @kernel
 def _fill_snapshot_rows(
@@ -975,11 +973,10 @@ def _fill_snapshot_rows(
     cost: Int64Array,
     arc_kind: npt.NDArray[np.int8],
 ) -> None:  # pragma: no cover - compiled
-    """Write a snapshot's rows (nodes, then arcs) row by row: one pass over memory."""
+    """Write a snapshot's rows (nodes, then arcs; `rows` comes zeroed) row by row: one pass."""
     for i in range(len(nodes)):
         v = nodes[i]
-        rows[i, :] = 0
-        rows[i, COL_OP] = _OP_ADD_NODE
+        rows[i, COL_OP] = OP_ADD_NODE
         rows[i, COL_ID] = v
         rows[i, NODE_SUPPLY] = supply[v]
         rows[i, NODE_KIND] = node_kind[v]
@@ -987,7 +984,7 @@ def _fill_snapshot_rows(
     for j in range(len(arcs)):
         a = arcs[j]
         i = base + j
-        rows[i, COL_OP] = _OP_ADD_ARC
+        rows[i, COL_OP] = OP_ADD_ARC
         rows[i, COL_ID] = a
         rows[i, ARC_SRC] = src[a]
         rows[i, ARC_DST] = dst[a]
@@ -996,5 +993,3 @@ def _fill_snapshot_rows(
         rows[i, ARC_COST] = cost[a]
         rows[i, ARC_KIND] = arc_kind[a]
         rows[i, ARC_OLD_COST] = cost[a]
-        for c in range(ARC_OLD_COST + 1, rows.shape[1]):
-            rows[i, c] = 0

@@ -46,8 +46,13 @@ from firmament_py.flow.changes import (
     COL_OP,
     NODE_KIND,
     NODE_SUPPLY,
+    OP_ADD_ARC,
+    OP_ADD_NODE,
+    OP_CHANGE_ARC,
+    OP_REMOVE_ARC,
+    OP_REMOVE_NODE,
+    OP_SET_SUPPLY,
     ChangeBatch,
-    ChangeOp,
 )
 from firmament_py.flow.graph import INFINITE_CAPACITY
 from firmament_py.jit import kernel
@@ -69,13 +74,6 @@ META_SIZE = 8
 # apply_rows() status codes
 APPLIED = 0
 NEED_SLOTS = 1
-
-_OP_REMOVE_NODE = int(ChangeOp.REMOVE_NODE)
-_OP_REMOVE_ARC = int(ChangeOp.REMOVE_ARC)
-_OP_ADD_NODE = int(ChangeOp.ADD_NODE)
-_OP_SET_SUPPLY = int(ChangeOp.SET_SUPPLY)
-_OP_ADD_ARC = int(ChangeOp.ADD_ARC)
-_OP_CHANGE_ARC = int(ChangeOp.CHANGE_ARC)
 
 _SLACK = 2  # extra room given to a block when it is (re)allocated
 
@@ -377,13 +375,13 @@ def apply_rows(net: ResidualArrays, rows: Int64Array, start: int) -> tuple[int, 
     if start == 0:
         # mark[v] = slots still to be inserted into v by this batch, to size relocations once.
         for i in range(len(rows)):
-            if rows[i, COL_OP] == _OP_ADD_ARC:
+            if rows[i, COL_OP] == OP_ADD_ARC:
                 net.mark[rows[i, ARC_SRC]] += 1
                 net.mark[rows[i, ARC_DST]] += 1
     for i in range(start, len(rows)):
         op = rows[i, COL_OP]
         ident = rows[i, COL_ID]
-        if op == _OP_ADD_ARC:
+        if op == OP_ADD_ARC:
             u = rows[i, ARC_SRC]
             v = rows[i, ARC_DST]
             need_u = _make_room(net, u)
@@ -397,15 +395,15 @@ def apply_rows(net: ResidualArrays, rows: Int64Array, start: int) -> tuple[int, 
             net.mark[u] -= 1
             net.mark[v] -= 1
             _add_arc(net, ident, u, v, rows[i, ARC_LOW], rows[i, ARC_CAP], rows[i, ARC_COST])
-        elif op == _OP_CHANGE_ARC:
+        elif op == OP_CHANGE_ARC:
             _change_arc(net, ident, rows[i, ARC_LOW], rows[i, ARC_CAP], rows[i, ARC_COST])
-        elif op == _OP_REMOVE_ARC:
+        elif op == OP_REMOVE_ARC:
             _remove_arc(net, ident)
-        elif op == _OP_REMOVE_NODE:
+        elif op == OP_REMOVE_NODE:
             _remove_node(net, ident)
-        elif op == _OP_ADD_NODE:
+        elif op == OP_ADD_NODE:
             _add_node(net, ident, rows[i, NODE_SUPPLY], rows[i, NODE_KIND])
-        elif op == _OP_SET_SUPPLY:
+        elif op == OP_SET_SUPPLY:
             net.excess[ident] += rows[i, NODE_SUPPLY] - net.supply[ident]
             net.supply[ident] = rows[i, NODE_SUPPLY]
     return APPLIED, len(rows), 0
@@ -573,7 +571,7 @@ class ResidualNetwork:
         if not batch.reset:
             raise ValueError("load() needs a reset batch (FlowGraph.snapshot())")
         rows = batch.rows
-        is_node = rows[:, COL_OP] == _OP_ADD_NODE
+        is_node = rows[:, COL_OP] == OP_ADD_NODE
         k = int(np.count_nonzero(is_node))
         if is_node[:k].all():  # nodes first, as snapshots list them: views, not copies
             nodes, arcs = rows[:k], rows[k:]
@@ -598,8 +596,8 @@ class ResidualNetwork:
         rows = batch.rows
         if len(rows) == 0:
             return
-        nodes = rows[np.isin(rows[:, COL_OP], (_OP_ADD_NODE, _OP_REMOVE_NODE, _OP_SET_SUPPLY))]
-        arc_rows = rows[rows[:, COL_OP] == _OP_ADD_ARC]
+        nodes = rows[np.isin(rows[:, COL_OP], (OP_ADD_NODE, OP_REMOVE_NODE, OP_SET_SUPPLY))]
+        arc_rows = rows[rows[:, COL_OP] == OP_ADD_ARC]
         max_node = max(
             int(nodes[:, COL_ID].max()) if len(nodes) else 0,
             int(arc_rows[:, ARC_SRC].max()) if len(arc_rows) else 0,
@@ -607,7 +605,7 @@ class ResidualNetwork:
         )
         max_arc = int(arc_rows[:, COL_ID].max()) if len(arc_rows) else 0
         self._ensure(max_node + 1, max_arc + 1)
-        removals = int(np.count_nonzero(rows[:, COL_OP] == _OP_REMOVE_NODE))
+        removals = int(np.count_nonzero(rows[:, COL_OP] == OP_REMOVE_NODE))
         if not lean:
             self._ensure_work(2 * len(rows) + 16 * removals + 64)
         start = 0
