@@ -43,7 +43,7 @@ from firmament_py.model.events import (
 )
 from firmament_py.model.ids import JobId, MachineId, PodId, RackId, TaskId, Time, check_time
 from firmament_py.model.labels import matches
-from firmament_py.model.resources import NO_RESOURCES
+from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.model.states import (
     FINAL_STATES,
     TaskState,
@@ -303,6 +303,12 @@ class ClusterState:
         if event.labels is not None:
             machine.labels = event.labels
 
+    def advance_to(self, time: Time) -> None:
+        """Move the cluster's clock to `time` without any other change (a scheduling round
+        at `time` prices waiting up to then). ClusterError if `time` is before `now`."""
+        self._check_time(time)
+        self._now = time
+
     # ------------------------------------------------------------------ decisions
 
     def place(self, task_id: TaskId, machine_id: MachineId, *, time: Time) -> TaskTransition:
@@ -362,6 +368,64 @@ class ClusterState:
             TransitionCause.MIGRATED,
             from_machine,
             machine_id,
+        )
+
+    def migrate_many(
+        self, moves: Mapping[TaskId, MachineId], *, time: Time
+    ) -> tuple[TaskTransition, ...]:
+        """Move several running tasks at once, as one decision: tasks may trade places between
+        full machines, which no order of single `migrate` calls allows.
+
+        The state after all the moves is checked as a whole (every task running and moving to
+        another live machine whose labels it accepts; every machine within its slots and
+        capacity); if any check fails, ClusterError names the first problem and nothing moves.
+        Records come in the order of `moves`.
+        """
+        self._check_time(time)
+        slots_used: dict[MachineId, int] = {}
+        reserved: dict[MachineId, Resources] = {}
+        for task_id, machine_id in moves.items():
+            task, machine = self.task(task_id), self.machine(machine_id)
+            if task.state is not TaskState.RUNNING or task.machine_id is None:
+                raise ClusterError(f"cannot migrate task {task_id}: it is {task.state.value}")
+            if task.machine_id == machine_id:
+                raise ClusterError(f"cannot migrate task {task_id}: it already runs there")
+            if not matches(task.selectors, machine.labels):
+                raise ClusterError(
+                    f"cannot migrate task {task_id} to machine {machine_id!r}: its labels fail "
+                    "the task's selectors"
+                )
+            for mid, sign in ((task.machine_id, -1), (machine_id, 1)):
+                current = self._machines[mid]
+                slots_used[mid] = slots_used.get(mid, len(current.running_task_ids)) + sign
+                before = reserved.get(mid, current.reserved)
+                reserved[mid] = before + task.request if sign > 0 else before - task.request
+        for mid, used in slots_used.items():
+            machine = self._machines[mid]
+            if used > machine.slots:
+                raise ClusterError(
+                    f"the moves leave machine {mid!r} running {used} tasks in {machine.slots} slots"
+                )
+            if not reserved[mid].fits_within(machine.capacity):
+                raise ClusterError(
+                    f"the moves overcommit machine {mid!r} "
+                    f"({reserved[mid].describe_excess(machine.capacity)})"
+                )
+        origins = {task_id: self._detach(self._tasks[task_id]) for task_id in moves}
+        for task_id, machine_id in moves.items():
+            self._attach(self._tasks[task_id], self._machines[machine_id])
+        self._now = time
+        return tuple(
+            TaskTransition(
+                time,
+                task_id,
+                TaskState.RUNNING,
+                TaskState.RUNNING,
+                TransitionCause.MIGRATED,
+                origins[task_id],
+                machine_id,
+            )
+            for task_id, machine_id in moves.items()
         )
 
     # ------------------------------------------------------------------ bookkeeping

@@ -1,0 +1,491 @@
+"""`FlowGraphManager`: keeps the flow network in step with the cluster, asking the policy.
+
+The graph has the shape `sdk/hookspecs.py` draws: one node per task in the graph (supply 1),
+one unscheduled aggregator U(job) per job with tasks that may wait, one node per equivalence
+class, pod, rack and machine (LEAF), and the sink, whose demand is the number of task nodes.
+The manager owns the graph and the maps between its node ids and the cluster's ids; it reads
+`ClusterState` and never changes it.
+
+A round's update (`update`) runs Firmament's two passes, in this order:
+
+1. Resources: nodes for machines, racks and pods that joined, removal of those that left
+   (with their arcs), and the `machine_added` / `machine_removed` notifications.
+2. Pass 1, from the sink up: the policy's statistics pass over the resource topology; its
+   results are what `ResourceView.stats` serves for the rest of the round. The topology and
+   leaf-to-sink arcs of a resource are asked again when its statistics or a child's changed.
+3. Pass 2, from the task nodes: tasks that changed since the last round (submitted, placed,
+   evicted, migrated, updated, finished) are added, rebuilt or removed; the other waiting
+   tasks only have their unscheduled arc priced again, since waiting costs grow with time
+   (running tasks their continuation and preemption arcs, with preemption). When a machine
+   joined or left, every task in the graph is rebuilt, because its preference arcs may change.
+   Then every class the tasks reach, breadth first through class-to-class arcs, is asked for
+   its arcs; classes and aggregators nothing points to any more are dropped.
+
+Each node's out-arcs are reconciled with the policy's answer as a whole (`_reconcile`): an arc is
+identified by its destination and its type (`ArcType`, stored as the flow graph's arc kind), so
+an unchanged answer changes nothing and the solver sees only real changes.
+
+Errors. A `PolicyError` from a hook about one task leaves that task out of the graph for the
+round (reported, and tried again next round); any other `PolicyError` ends the update, and the
+next round starts again from what is still marked as changed, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+
+import numpy as np
+import numpy.typing as npt
+
+from firmament_py.flow.graph import FlowGraph, NodeKind
+from firmament_py.flow.placement import UNPLACED, extract_placement_array
+from firmament_py.model.cluster import ClusterState
+from firmament_py.model.entities import Task
+from firmament_py.model.ids import EquivClassId, JobId, MachineId, TaskId
+from firmament_py.model.states import TaskState
+from firmament_py.sdk.manager import PolicyError, PolicyManager
+from firmament_py.sdk.types import (
+    ArcDescriptor,
+    JobView,
+    MachineView,
+    ResourceKind,
+    ResourceRef,
+    ResourceStats,
+    ResourceView,
+    TaskView,
+)
+
+__all__ = ["ArcType", "FlowGraphManager"]
+
+
+class ArcType(enum.IntEnum):
+    """What an arc stands for, stored as its kind in the flow graph (and in DIMACS output).
+    0 and 1 keep Firmament's meaning (other, running)."""
+
+    OTHER = 0
+    RUNNING = 1
+    """running task -> its machine (continuation)"""
+    UNSCHEDULED = 2
+    """waiting task -> U(job)"""
+    PREEMPTION = 3
+    """running task -> U(job), with preemption"""
+    PREFERENCE = 4
+    """task -> pod, rack or machine"""
+    TO_CLASS = 5
+    """task -> class, class -> class"""
+    CLASS_TO_RESOURCE = 6
+    TOPOLOGY = 7
+    """pod -> rack, rack -> machine"""
+    TO_SINK = 8
+    """machine -> sink, U(job) -> sink"""
+
+
+ArcKey = tuple[int, int]
+"""An out-arc of a node, identified by (destination node, ArcType)."""
+
+
+class FlowGraphManager:
+    """The flow graph of one cluster under one policy, updated once per scheduling round."""
+
+    def __init__(self, policy: PolicyManager, state: ClusterState) -> None:
+        self.policy = policy
+        self.state = state
+        self._stats: dict[ResourceRef, ResourceStats] = {}
+        self.cluster = policy.cluster_view(state, self._stats)
+        self.graph = FlowGraph()
+        self.sink = self.graph.add_node(0, NodeKind.SINK)
+        self._task_node: dict[TaskId, int] = {}
+        self._node_task: dict[int, TaskId] = {}
+        self._job_node: dict[JobId, int] = {}
+        self._class_node: dict[EquivClassId, int] = {}
+        self._resource_node: dict[ResourceRef, int] = {}
+        self._node_machine: dict[int, MachineId] = {}
+        # Tasks in the graph by what their arcs describe: waiting, or running on a machine.
+        self._waiting: dict[TaskId, None] = {}
+        self._running: dict[TaskId, MachineId] = {}
+        # Tasks changed since their arcs were last built (kept until an update succeeds), and
+        # whether every task must be rebuilt (a machine joined or left).
+        self._changed: dict[TaskId, None] = {}
+        self._rebuild_all = False
+        # The statistics each resource's out-arcs were last asked with.
+        self._priced: dict[ResourceRef, ResourceStats] = {}
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def task_ids(self) -> Iterable[TaskId]:
+        """The tasks in the graph (waiting or running), in the order they joined it."""
+        return self._task_node.keys()
+
+    @property
+    def changed_tasks(self) -> Iterable[TaskId]:
+        """Tasks marked as changed that the next update will rebuild or remove."""
+        return self._changed.keys()
+
+    def task_node(self, task_id: TaskId) -> int | None:
+        return self._task_node.get(task_id)
+
+    def machine_node(self, machine_id: MachineId) -> int | None:
+        return self._resource_node.get(ResourceRef.machine(machine_id))
+
+    def class_node(self, equiv_class: EquivClassId) -> int | None:
+        return self._class_node.get(equiv_class)
+
+    def job_node(self, job_id: JobId) -> int | None:
+        return self._job_node.get(job_id)
+
+    @property
+    def stats(self) -> Mapping[ResourceRef, ResourceStats]:
+        """Every live resource's statistics from the latest pass."""
+        return self._stats
+
+    # ------------------------------------------------------------------ changes in
+
+    def mark_changed(self, task_ids: Iterable[TaskId]) -> None:
+        """Note tasks whose state, machine or attributes changed: the next update rebuilds
+        (or removes) their nodes and arcs."""
+        for task_id in task_ids:
+            self._changed[task_id] = None
+
+    # ------------------------------------------------------------------ the update
+
+    def update(self) -> list[PolicyError]:
+        """Bring the graph in step with the cluster state (see the module docstring).
+
+        Returns the errors of tasks left out of the graph this round. Raises PolicyError,
+        leaving what is marked as changed for the next update, if a hook about a resource, a
+        class or a job fails.
+        """
+        if self._sync_resources():
+            self._rebuild_all = True
+        self._stats.clear()
+        self._stats.update(self.policy.statistics_pass(self.cluster))
+        self._refresh_resources()
+        errors = self._update_tasks(rebuild_all=self._rebuild_all)
+        self._rebuild_all = False
+        self._refresh_classes()
+        self._refresh_jobs()
+        self.graph.set_supply(self.sink, -len(self._task_node))
+        return errors
+
+    def _sync_resources(self) -> bool:
+        """Add and remove resource nodes; True if any machine joined or left."""
+        changed = False
+        for ref in [ref for ref in self._resource_node if not self.cluster.has_resource(ref)]:
+            node = self._resource_node.pop(ref)
+            self.graph.remove_node(node)
+            if ref.kind is ResourceKind.MACHINE:
+                del self._node_machine[node]
+                self.policy.machine_removed(machine_id=ref.id, cluster=self.cluster)
+                changed = True
+        for pod_id in self.state.pods:
+            self._resource(ResourceRef.pod(pod_id))
+        for rack_id in self.state.racks:
+            self._resource(ResourceRef.rack(rack_id))
+        for machine_id, machine in self.state.machines.items():
+            ref = ResourceRef.machine(machine_id)
+            if ref not in self._resource_node:
+                node = self._resource(ref)
+                self._node_machine[node] = machine_id
+                self.policy.machine_added(machine=MachineView(machine), cluster=self.cluster)
+                changed = True
+        return changed
+
+    def _resource(self, ref: ResourceRef) -> int:
+        node = self._resource_node.get(ref)
+        if node is None:
+            kind = NodeKind.LEAF if ref.kind is ResourceKind.MACHINE else NodeKind.OTHER
+            node = self.graph.add_node(0, kind)
+            self._resource_node[ref] = node
+        return node
+
+    def _refresh_resources(self) -> None:
+        """Ask for the topology and leaf-to-sink arcs of resources whose statistics, or whose
+        children's, changed since their arcs were last asked for (new resources: never)."""
+        stats, priced = self._stats, self._priced
+        for ref in [ref for ref in priced if ref not in stats]:
+            del priced[ref]
+        for ref, node in self._resource_node.items():
+            resource = ResourceView(ref, self.cluster)
+            children = resource.children
+            if stats[ref] == priced.get(ref) and all(
+                stats[child] == priced.get(child) for child in children
+            ):
+                continue
+            desired: dict[ArcKey, ArcDescriptor] = {}
+            for child in children:
+                desired[(self._resource_node[child], ArcType.TOPOLOGY)] = (
+                    self.policy.resource_to_resource(
+                        parent=resource,
+                        child=ResourceView(child, self.cluster),
+                        cluster=self.cluster,
+                    )
+                )
+            if ref.kind is ResourceKind.MACHINE:
+                machine = MachineView(self.state.machines[ref.id])
+                desired[(self.sink, ArcType.TO_SINK)] = self.policy.leaf_to_sink(
+                    machine=machine, cluster=self.cluster
+                )
+            self._reconcile(node, desired)
+        # Only now: a failed pass leaves everything to be asked again next time.
+        priced.update(stats)
+
+    # ------------------------------------------------------------------ tasks
+
+    def _update_tasks(self, *, rebuild_all: bool) -> list[PolicyError]:
+        errors: list[PolicyError] = []
+        changed = self._changed
+        if rebuild_all:
+            changed = {**changed, **dict.fromkeys(self._task_node)}
+        still_changed: dict[TaskId, None] = {}
+        for task_id in changed:
+            task = self.state.tasks.get(task_id)
+            if task is None or task.state not in (TaskState.RUNNABLE, TaskState.RUNNING):
+                self._remove_task(task_id)
+                continue
+            try:
+                self._build_task(task)
+            except PolicyError as error:
+                errors.append(error)
+                self._remove_task(task_id, notify=False)
+                still_changed[task_id] = None
+        for task_id in self._waiting:
+            if task_id not in changed:
+                self._price_waiting(self.state.tasks[task_id])
+        if self.policy.preemption_enabled:
+            for task_id in self._running:
+                if task_id not in changed:
+                    self._price_running(self.state.tasks[task_id])
+        self._changed = still_changed
+        return errors
+
+    def _remove_task(self, task_id: TaskId, *, notify: bool = True) -> None:
+        node = self._task_node.pop(task_id, None)
+        if node is None:
+            return
+        del self._node_task[node]
+        self._waiting.pop(task_id, None)
+        self._running.pop(task_id, None)
+        self.graph.remove_node(node)
+        if notify:
+            self.policy.task_removed(task_id=task_id, cluster=self.cluster)
+
+    def _build_task(self, task: Task) -> None:
+        """Ask every hook about `task`, then give its node exactly those arcs."""
+        view = TaskView(task)
+        cluster = self.cluster
+        ask = self.policy
+        running = task.state is TaskState.RUNNING
+        # Answers first, nodes after: a failing hook must not leave half a task behind.
+        planned: list[tuple[Callable[[], int], ArcType, ArcDescriptor]] = []
+        if running:
+            assert task.machine_id is not None
+            machine = MachineView(self.state.machines[task.machine_id])
+            descriptor = ask.task_continuation(task=view, machine=machine, cluster=cluster)
+            planned.append(
+                (partial(self.machine_node_of, task.machine_id), ArcType.RUNNING, descriptor)
+            )
+        if not running or ask.preemption_enabled:
+            if running:
+                descriptor = ask.task_preemption(task=view, cluster=cluster)
+                waiting_arc = ArcType.PREEMPTION
+            else:
+                descriptor = ask.task_to_unscheduled(task=view, cluster=cluster)
+                waiting_arc = ArcType.UNSCHEDULED
+            self._require_path_to_wait(task, descriptor)
+            planned.append((partial(self._job, task.job_id), waiting_arc, descriptor))
+            for equiv_class in ask.task_equiv_classes(task=view, cluster=cluster):
+                descriptor = ask.task_to_equiv_class(
+                    task=view, equiv_class=equiv_class, cluster=cluster
+                )
+                planned.append((partial(self._class, equiv_class), ArcType.TO_CLASS, descriptor))
+            for ref in ask.task_preference_arcs(task=view, cluster=cluster):
+                resource = ResourceView(ref, cluster)
+                descriptor = ask.task_to_resource(task=view, resource=resource, cluster=cluster)
+                planned.append(
+                    (partial(self._resource_node.__getitem__, ref), ArcType.PREFERENCE, descriptor)
+                )
+        pinned = sum(descriptor.min_flow for _, _, descriptor in planned)
+        if pinned > 1:
+            raise PolicyError(
+                ask.name,
+                f"the arcs out of task {task.task_id} ask for min_flow {pinned} in total, but a "
+                "task carries one unit",
+            )
+        desired = {(target(), int(arc_type)): d for target, arc_type, d in planned}
+        node = self._task_node.get(task.task_id)
+        if node is None:
+            node = self.graph.add_node(1, NodeKind.TASK)
+            self._task_node[task.task_id] = node
+            self._node_task[node] = task.task_id
+            ask.task_added(task=view, cluster=cluster)
+        self._reconcile(node, desired)
+        if running:
+            assert task.machine_id is not None
+            self._waiting.pop(task.task_id, None)
+            self._running[task.task_id] = task.machine_id
+        else:
+            self._running.pop(task.task_id, None)
+            self._waiting[task.task_id] = None
+
+    def _require_path_to_wait(self, task: Task, descriptor: ArcDescriptor) -> None:
+        """The arc to U(job) is what keeps every round feasible: it must carry the task."""
+        if descriptor.capacity < 1:
+            hook = "task_preemption" if task.state is TaskState.RUNNING else "task_to_unscheduled"
+            raise PolicyError(
+                self.policy.name,
+                f"{hook} for task {task.task_id} returned capacity {descriptor.capacity}: the "
+                "task could then neither wait nor, when no machine has room, be placed, which "
+                "makes the flow problem infeasible",
+                hook=hook,
+            )
+
+    def _price_waiting(self, task: Task) -> None:
+        descriptor = self.policy.task_to_unscheduled(task=TaskView(task), cluster=self.cluster)
+        self._require_path_to_wait(task, descriptor)
+        self._set_arc(
+            self._task_node[task.task_id],
+            self._job_node[task.job_id],
+            descriptor,
+            ArcType.UNSCHEDULED,
+        )
+
+    def _price_running(self, task: Task) -> None:
+        view = TaskView(task)
+        assert task.machine_id is not None
+        node = self._task_node[task.task_id]
+        machine = MachineView(self.state.machines[task.machine_id])
+        continuation = self.policy.task_continuation(
+            task=view, machine=machine, cluster=self.cluster
+        )
+        preemption = self.policy.task_preemption(task=view, cluster=self.cluster)
+        self._require_path_to_wait(task, preemption)
+        self._set_arc(node, self.machine_node_of(task.machine_id), continuation, ArcType.RUNNING)
+        self._set_arc(node, self._job_node[task.job_id], preemption, ArcType.PREEMPTION)
+
+    def machine_node_of(self, machine_id: MachineId) -> int:
+        return self._resource_node[ResourceRef.machine(machine_id)]
+
+    # ------------------------------------------------------------------ classes and jobs
+
+    def _class(self, equiv_class: EquivClassId) -> int:
+        node = self._class_node.get(equiv_class)
+        if node is None:
+            node = self.graph.add_node(0, NodeKind.OTHER)
+            self._class_node[equiv_class] = node
+        return node
+
+    def _job(self, job_id: JobId) -> int:
+        node = self._job_node.get(job_id)
+        if node is None:
+            node = self.graph.add_node(0, NodeKind.OTHER)
+            self._job_node[job_id] = node
+        return node
+
+    def _refresh_classes(self) -> None:
+        """Ask every class some task reaches for its arcs (breadth first through class to class
+        arcs), then drop the classes nothing points to."""
+        graph, cluster, ask = self.graph, self.cluster, self.policy
+        queue = deque(c for c, node in self._class_node.items() if graph.in_degree(node) > 0)
+        seen = set(queue)
+        while queue:
+            equiv_class = queue.popleft()
+            desired: dict[ArcKey, ArcDescriptor] = {}
+            for ref in ask.equiv_class_preference_arcs(equiv_class=equiv_class, cluster=cluster):
+                desired[(self._resource_node[ref], ArcType.CLASS_TO_RESOURCE)] = (
+                    ask.equiv_class_to_resource(
+                        equiv_class=equiv_class,
+                        resource=ResourceView(ref, cluster),
+                        cluster=cluster,
+                    )
+                )
+            for target in ask.equiv_class_to_equiv_class_arcs(
+                equiv_class=equiv_class, cluster=cluster
+            ):
+                descriptor = ask.equiv_class_to_equiv_class(
+                    source=equiv_class, target=target, cluster=cluster
+                )
+                desired[(self._class(target), ArcType.TO_CLASS)] = descriptor
+                if target not in seen:
+                    seen.add(target)
+                    queue.append(target)
+            self._reconcile(self._class_node[equiv_class], desired)
+        # Dropping a class can orphan the classes it pointed to, hence the loop.
+        while True:
+            orphans = [c for c, node in self._class_node.items() if graph.in_degree(node) == 0]
+            if not orphans:
+                break
+            for equiv_class in orphans:
+                graph.remove_node(self._class_node.pop(equiv_class))
+
+    def _refresh_jobs(self) -> None:
+        """Drop unscheduled aggregators no task points to; ask for the others' sink arcs."""
+        for job_id, node in list(self._job_node.items()):
+            incoming = self.graph.in_degree(node)
+            if incoming == 0:
+                self.graph.remove_node(node)
+                del self._job_node[job_id]
+                continue
+            descriptor = self.policy.unscheduled_to_sink(
+                job=JobView(self.state.jobs[job_id]), incoming_tasks=incoming, cluster=self.cluster
+            )
+            self._reconcile(node, {(self.sink, ArcType.TO_SINK): descriptor})
+
+    # ------------------------------------------------------------------ arcs
+
+    def _reconcile(self, node: int, desired: dict[ArcKey, ArcDescriptor]) -> None:
+        """Make `node`'s out-arcs exactly `desired`: change the arcs that stay, remove the
+        others, add the new ones. Consumes `desired`."""
+        graph = self.graph
+        for arc in graph.out_arcs(node):
+            descriptor = desired.pop((graph.arc_dst(arc), graph.arc_kind(arc)), None)
+            if descriptor is None:
+                graph.remove_arc(arc)
+            else:
+                graph.change_arc(
+                    arc,
+                    capacity=descriptor.capacity,
+                    cost=descriptor.cost,
+                    lower=descriptor.min_flow,
+                )
+        for (target, arc_type), descriptor in desired.items():
+            graph.add_arc(
+                node,
+                target,
+                capacity=descriptor.capacity,
+                cost=descriptor.cost,
+                lower=descriptor.min_flow,
+                kind=arc_type,
+            )
+
+    def _set_arc(
+        self, node: int, target: int, descriptor: ArcDescriptor, arc_type: ArcType
+    ) -> None:
+        """Change one out-arc of `node` (which must exist) to `descriptor`."""
+        for arc in self.graph.out_arcs(node):
+            if self.graph.arc_dst(arc) == target and self.graph.arc_kind(arc) == arc_type:
+                self.graph.change_arc(
+                    arc,
+                    capacity=descriptor.capacity,
+                    cost=descriptor.cost,
+                    lower=descriptor.min_flow,
+                )
+                return
+        raise AssertionError(f"node {node} has no {arc_type.name} arc to node {target}")
+
+    # ------------------------------------------------------------------ decisions out
+
+    def placements(self, flow: npt.NDArray[np.int64]) -> dict[TaskId, MachineId | None]:
+        """Where the solved `flow` puts every task in the graph (None: unscheduled), in the
+        order tasks joined the graph; see `flow.placement` for how ties are broken."""
+        tasks = np.fromiter(self._node_task, dtype=np.int64, count=len(self._node_task))
+        machines = np.fromiter(self._node_machine, dtype=np.int64, count=len(self._node_machine))
+        task_nodes, machine_nodes = extract_placement_array(self.graph, flow, tasks, machines)
+        node_task, node_machine = self._node_task, self._node_machine
+        return {
+            node_task[t]: (node_machine[m] if m != UNPLACED else None)
+            for t, m in zip(task_nodes.tolist(), machine_nodes.tolist(), strict=True)
+        }

@@ -1,0 +1,385 @@
+"""`Scheduler`: the scheduling core. Cluster events in, scheduling decisions out; no I/O.
+
+The daemon, the simulator and the tests are thin drivers around this class: they hand it
+events (`handle`) and ask for rounds (`run_round`). A round:
+
+1. moves the cluster's clock to the round's time (waiting costs grow with it);
+2. brings the flow graph in step with the cluster through the policy (`FlowGraphManager`);
+3. sends the graph's changes to the solver and solves (optimally);
+4. reads placements off the flow and compares them with where tasks run: PLACE, PREEMPT and
+   MIGRATE decisions (Firmament's service only acted on PLACE);
+5. applies the decisions to the cluster state: preemptions first (they free room), then
+   migrations (as one move, so tasks may trade places between full machines), then
+   placements. A decision the cluster state refuses (a policy that ignores resource requests
+   may route a task to a machine it does not fit) is reported in `RoundResult.refused` and the
+   task stays as it was;
+6. applies the events that arrived while the round ran, as Firmament does after its solver
+   returns. A decision about a task those events finish or remove, or a machine they take
+   away, is skipped (`RoundResult.skipped`), not applied and then undone.
+
+`handle` may be called from another thread while a round runs: the event is queued (and
+`handle` returns None); otherwise it is applied at once and its transitions returned. An event
+the cluster state refuses raises `ClusterError` when applied at once; a queued one that is
+refused is reported in the next `RoundResult.rejected_events`. Nothing is ever half-applied.
+"""
+
+from __future__ import annotations
+
+import threading
+import time as wallclock
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from firmament_py.flow.placement import DeltaKind, SchedulingDelta, scheduling_deltas
+from firmament_py.model.cluster import ClusterState
+from firmament_py.model.errors import ClusterError
+from firmament_py.model.events import (
+    ClusterEvent,
+    MachineFailed,
+    MachineRemoved,
+    TaskCompleted,
+    TaskFailed,
+    TaskRemoved,
+    TaskUpdated,
+)
+from firmament_py.model.ids import MachineId, TaskId, Time
+from firmament_py.model.states import TaskState, TaskTransition
+from firmament_py.scheduler.graph_manager import FlowGraphManager
+from firmament_py.sdk.manager import PolicyError, PolicyManager, load_policy
+from firmament_py.solvers.base import FlowSolver
+from firmament_py.solvers.registry import make_solver
+
+__all__ = ["Decision", "RejectedEvent", "RoundResult", "Scheduler", "UnappliedDecision"]
+
+DEFAULT_POLICY = "trivial"
+DEFAULT_SOLVER = "relaxation"
+
+Decision = SchedulingDelta[TaskId, MachineId]
+"""A PLACE, PREEMPT or MIGRATE of one task, in the cluster's ids."""
+
+
+@dataclass(frozen=True, slots=True)
+class UnappliedDecision:
+    """A decision the round did not apply, and why."""
+
+    decision: Decision
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedEvent:
+    """An event queued during a round that the cluster state refused when it was applied."""
+
+    event: ClusterEvent
+    reason: str
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one scheduling round decided and did.
+
+    `deltas` are the decisions applied to the cluster state; `transitions` every task
+    transition the round caused (the decisions, then the queued events applied at its end).
+    Timings are wall-clock seconds: `solver_seconds` is the algorithm alone, `solve_seconds`
+    adds sending the changes to the solver, `total_seconds` is the whole round.
+    """
+
+    time: Time
+    deltas: tuple[Decision, ...]
+    refused: tuple[UnappliedDecision, ...]
+    skipped: tuple[UnappliedDecision, ...]
+    rejected_events: tuple[RejectedEvent, ...]
+    task_errors: tuple[PolicyError, ...]
+    transitions: tuple[TaskTransition, ...]
+    cost: int
+    algorithm: str
+    graph_nodes: int
+    graph_arcs: int
+    graph_changes: int
+    waiting_tasks: int
+    running_tasks: int
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def count(self, kind: DeltaKind) -> int:
+        """How many applied decisions are of `kind`."""
+        return sum(1 for delta in self.deltas if delta.kind is kind)
+
+    @property
+    def decided(self) -> bool:
+        """True if the round applied or refused at least one decision."""
+        return bool(self.deltas or self.refused)
+
+
+def _policy_manager(policy: str | PolicyManager | object) -> PolicyManager:
+    if isinstance(policy, PolicyManager):
+        return policy
+    if isinstance(policy, str):
+        return load_policy(policy)
+    return PolicyManager(policy, name=type(policy).__name__)
+
+
+class Scheduler:
+    """One cluster, one policy, one solver: events in, decisions out.
+
+    `policy` is an installed policy's name (entry-point group `firmament_py.policies`), a
+    `PolicyManager`, or a policy object (module or instance) to register as is. `solver` is a
+    solver name from `firmament_py.solvers.registry` (with `solver_options`) or a `FlowSolver`.
+    """
+
+    def __init__(
+        self,
+        policy: str | PolicyManager | object = DEFAULT_POLICY,
+        *,
+        solver: str | FlowSolver = DEFAULT_SOLVER,
+        solver_options: Mapping[str, Any] | None = None,
+        state: ClusterState | None = None,
+    ) -> None:
+        self.policy = _policy_manager(policy)
+        if isinstance(solver, FlowSolver):
+            if solver_options:
+                raise ValueError("solver_options only apply to a solver given by name")
+            self.solver = solver
+        else:
+            self.solver = make_solver(solver, **dict(solver_options or {}))
+        self.state = ClusterState() if state is None else state
+        self.graph_manager = FlowGraphManager(self.policy, self.state)
+        self.graph_manager.mark_changed(self.state.tasks)
+        self.rounds = 0
+        self._lock = threading.Lock()
+        self._in_round = False
+        self._queued: list[ClusterEvent] = []
+        self._carried: list[RejectedEvent] = []
+        self._carried_transitions: list[TaskTransition] = []
+
+    def __repr__(self) -> str:
+        return f"Scheduler(policy={self.policy.name!r}, solver={self.solver.algorithm!r})"
+
+    def close(self) -> None:
+        """Release the solver (a race's worker processes)."""
+        self.solver.close()
+
+    def __enter__(self) -> Scheduler:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ events
+
+    def handle(self, event: ClusterEvent) -> tuple[TaskTransition, ...] | None:
+        """Apply `event` now and return its transitions, or queue it if a round is running.
+
+        Raises ClusterError (the state unchanged) if the cluster state refuses it now.
+        """
+        with self._lock:
+            if self._in_round:
+                self._queued.append(event)
+                return None
+            return self._apply_event(event)
+
+    def _apply_event(self, event: ClusterEvent) -> tuple[TaskTransition, ...]:
+        transitions = self.state.apply(event)
+        self.graph_manager.mark_changed(t.task_id for t in transitions)
+        if isinstance(event, TaskUpdated):
+            self.graph_manager.mark_changed((event.task_id,))
+        return transitions
+
+    # ------------------------------------------------------------------ rounds
+
+    def run_round(self, time: Time | None = None) -> RoundResult:
+        """Run one scheduling round at `time` (default: the cluster's current time).
+
+        Raises ClusterError if `time` is before the cluster's time, and PolicyError or a
+        SolverError if the policy or the solver fails; then no decision is applied, the events
+        queued meanwhile are, and the next round starts from where this one left off.
+        """
+        with self._lock:
+            if self._in_round:
+                raise RuntimeError("a scheduling round is already running")
+            if time is not None:
+                self.state.advance_to(time)
+            round_time = self.state.now
+            self._in_round = True
+        started = wallclock.perf_counter()
+        try:
+            manager = self.graph_manager
+            task_errors = manager.update()
+            updated = wallclock.perf_counter()
+            changes = manager.graph.pending_changes
+            result = self.solver.solve_graph(manager.graph)
+            solved = wallclock.perf_counter()
+            placements = manager.placements(result.flow)
+            current = {task_id: self.state.tasks[task_id].machine_id for task_id in placements}
+            decisions = scheduling_deltas(placements, current)
+            extracted = wallclock.perf_counter()
+        except BaseException:
+            self._end_round()
+            raise
+        applied, refused, skipped, transitions, rejected = self._end_round(decisions)
+        finished = wallclock.perf_counter()
+        self.rounds += 1
+        states = [task.state for task in self.state.tasks.values()]
+        return RoundResult(
+            time=round_time,
+            deltas=tuple(applied),
+            refused=tuple(refused),
+            skipped=tuple(skipped),
+            rejected_events=tuple(rejected),
+            task_errors=tuple(task_errors),
+            transitions=tuple(transitions),
+            cost=result.cost,
+            algorithm=result.algorithm,
+            graph_nodes=manager.graph.num_nodes,
+            graph_arcs=manager.graph.num_arcs,
+            graph_changes=changes,
+            waiting_tasks=sum(1 for s in states if s is TaskState.RUNNABLE),
+            running_tasks=sum(1 for s in states if s is TaskState.RUNNING),
+            timings={
+                "update_seconds": updated - started,
+                "solve_seconds": solved - updated,
+                "solver_seconds": result.wall_time,
+                "extract_seconds": extracted - solved,
+                "apply_seconds": finished - extracted,
+                "total_seconds": finished - started,
+            },
+        )
+
+    def run_until_quiet(
+        self, time: Time | None = None, *, max_rounds: int = 100
+    ) -> list[RoundResult]:
+        """Run rounds at `time` until one applies and refuses nothing, or `max_rounds` ran.
+        Returns every round's result (the last one is quiet unless `max_rounds` stopped it)."""
+        results: list[RoundResult] = []
+        for _ in range(max_rounds):
+            results.append(self.run_round(time))
+            if not results[-1].decided:
+                break
+        return results
+
+    def _end_round(
+        self, decisions: list[Decision] | None = None
+    ) -> tuple[
+        list[Decision],
+        list[UnappliedDecision],
+        list[UnappliedDecision],
+        list[TaskTransition],
+        list[RejectedEvent],
+    ]:
+        """Apply the decisions (if the round got that far), then the queued events, as one
+        step that `handle` cannot interleave with."""
+        applied: list[Decision] = []
+        refused: list[UnappliedDecision] = []
+        skipped: list[UnappliedDecision] = []
+        transitions: list[TaskTransition] = []
+        with self._lock:
+            try:
+                if decisions is not None:
+                    live = self._skip_stale(decisions, skipped)
+                    self._apply_decisions(live, applied, refused, transitions)
+                    transitions = self._carried_transitions + transitions
+                    self._carried_transitions = []
+                rejected, self._carried = self._carried, []
+                queued, self._queued = self._queued, []
+                for event in queued:
+                    try:
+                        event_transitions = self._apply_event(event)
+                    except (ClusterError, TypeError) as error:
+                        rejected.append(RejectedEvent(event, str(error)))
+                        continue
+                    if decisions is None:
+                        self._carried_transitions.extend(event_transitions)
+                    else:
+                        transitions.extend(event_transitions)
+                if decisions is None:
+                    self._carried = rejected
+            finally:
+                self._in_round = False
+        return applied, refused, skipped, transitions, rejected
+
+    def _skip_stale(
+        self, decisions: list[Decision], skipped: list[UnappliedDecision]
+    ) -> list[Decision]:
+        """The decisions that no queued event makes moot; the others go to `skipped`."""
+        gone_tasks: dict[TaskId, str] = {}
+        gone_machines: dict[MachineId, str] = {}
+        for event in self._queued:
+            if isinstance(event, TaskCompleted | TaskFailed | TaskRemoved):
+                gone_tasks[event.task_id] = type(event).__name__
+            elif isinstance(event, MachineFailed | MachineRemoved):
+                gone_machines[event.machine_id] = type(event).__name__
+        live: list[Decision] = []
+        for decision in decisions:
+            reason = None
+            if decision.task in gone_tasks:
+                reason = f"{gone_tasks[decision.task]} for task {decision.task} arrived meanwhile"
+            elif decision.to_machine in gone_machines:
+                reason = (
+                    f"{gone_machines[decision.to_machine]} for machine "
+                    f"{decision.to_machine!r} arrived meanwhile"
+                )
+            if reason is None:
+                live.append(decision)
+            else:
+                skipped.append(UnappliedDecision(decision, reason))
+        return live
+
+    def _apply_decisions(
+        self,
+        decisions: list[Decision],
+        applied: list[Decision],
+        refused: list[UnappliedDecision],
+        transitions: list[TaskTransition],
+    ) -> None:
+        """Preemptions, then migrations, then placements (see the module docstring)."""
+        now = self.state.now  # the round's time: queued events come after the decisions
+        changed: list[TaskId] = []
+        by_kind: dict[DeltaKind, list[Decision]] = {kind: [] for kind in DeltaKind}
+        for decision in decisions:
+            by_kind[decision.kind].append(decision)
+        for decision in by_kind[DeltaKind.PREEMPT]:
+            transitions.extend(self.state.preempt(decision.task, time=now))
+            applied.append(decision)
+            changed.append(decision.task)
+        migrations = by_kind[DeltaKind.MIGRATE]
+        if migrations:
+            moves = {d.task: d.to_machine for d in migrations if d.to_machine is not None}
+            try:
+                transitions.extend(self.state.migrate_many(moves, time=now))
+                applied.extend(migrations)
+                changed.extend(moves)
+            except ClusterError:
+                # Some move does not fit: apply those that do, one at a time, as long as any do.
+                pending = migrations
+                while pending:
+                    left: list[Decision] = []
+                    for decision in pending:
+                        assert decision.to_machine is not None
+                        problem = self.state.placement_problem(decision.task, decision.to_machine)
+                        if problem is None:
+                            transitions.append(
+                                self.state.migrate(decision.task, decision.to_machine, time=now)
+                            )
+                            applied.append(decision)
+                            changed.append(decision.task)
+                        else:
+                            left.append(decision)
+                    if len(left) == len(pending):
+                        refused.extend(self._refusal(d) for d in left)
+                        break
+                    pending = left
+        for decision in by_kind[DeltaKind.PLACE]:
+            assert decision.to_machine is not None
+            try:
+                transitions.append(self.state.place(decision.task, decision.to_machine, time=now))
+            except ClusterError as error:
+                refused.append(UnappliedDecision(decision, str(error)))
+                continue
+            applied.append(decision)
+            changed.append(decision.task)
+        self.graph_manager.mark_changed(changed)
+
+    def _refusal(self, decision: Decision) -> UnappliedDecision:
+        assert decision.to_machine is not None
+        problem = self.state.placement_problem(decision.task, decision.to_machine)
+        return UnappliedDecision(decision, problem or "refused by the cluster state")

@@ -1,0 +1,582 @@
+"""Tests of the scheduling core: rounds end to end (events -> graph -> solver -> decisions ->
+cluster state), PLACE / PREEMPT / MIGRATE, machine loss, refusals, events that arrive during a
+round, policy failures, and the incrementally kept graph against one built from scratch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from firmament_py.model import (
+    ClusterError,
+    ClusterEvent,
+    LabelSelector,
+    MachineAdded,
+    MachineFailed,
+    MachineRemoved,
+    Resources,
+    TaskCompleted,
+    TaskFailed,
+    TaskRemoved,
+    TaskState,
+    TaskSubmitted,
+    TaskUpdated,
+)
+from firmament_py.scheduler import ArcType, DeltaKind, FlowGraphManager, Scheduler
+from firmament_py.sdk import (
+    ArcDescriptor,
+    ClusterView,
+    EquivClassId,
+    MachineView,
+    PolicyError,
+    ResourceRef,
+    ResourceView,
+    TaskView,
+    hookimpl,
+)
+from firmament_py.solvers.optimality import verify
+
+SECOND = 1_000_000
+
+
+class Plain:
+    """No hooks: the built-in defaults alone (Firmament's trivial model)."""
+
+
+class Preempting:
+    """The defaults, with preemption."""
+
+    @hookimpl
+    def preemption_enabled(self) -> bool:
+        return True
+
+
+def machine(
+    name: str, *, slots: int = 2, rack: str = "r0", time: int = 0, **labels: str
+) -> MachineAdded:
+    return MachineAdded(
+        time=time,
+        machine_id=name,
+        capacity=Resources(cpu_millicores=8000),
+        slots=slots,
+        rack_id=rack,
+        labels=labels,
+    )
+
+
+def task(task_id: int, job: str = "j", *, time: int = 0, cpu: int = 0, **kw: Any) -> TaskSubmitted:
+    return TaskSubmitted(
+        time=time, task_id=task_id, job_id=job, request=Resources(cpu_millicores=cpu), **kw
+    )
+
+
+def feed(scheduler: Scheduler, events: Sequence[ClusterEvent]) -> None:
+    for event in events:
+        scheduler.handle(event)
+
+
+def running_on(scheduler: Scheduler) -> dict[int, str | None]:
+    return {t.task_id: t.machine_id for t in scheduler.state.tasks.values()}
+
+
+def check_consistent(scheduler: Scheduler) -> None:
+    """The cluster's invariants, and the graph in step with it (but for the tasks that changed
+    since the last update, which the next round's update takes in)."""
+    scheduler.state.validate()
+    manager = scheduler.graph_manager
+    in_graph = set(manager.task_ids)
+    live = {
+        t.task_id
+        for t in scheduler.state.tasks.values()
+        if t.state in (TaskState.RUNNABLE, TaskState.RUNNING)
+    }
+    assert in_graph ^ live <= set(manager.changed_tasks)
+    assert manager.graph.supply(manager.sink) == -len(in_graph)
+
+
+# ---------------------------------------------------------------------- rounds
+
+
+def test_a_round_places_what_fits_and_leaves_the_rest_waiting() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [machine(f"m{i}", rack=f"r{i % 2}") for i in range(3)])
+        feed(s, [task(t, f"j{t % 2}", time=SECOND) for t in range(8)])
+        result = s.run_round()
+        assert result.count(DeltaKind.PLACE) == 6
+        assert (result.running_tasks, result.waiting_tasks) == (6, 2)
+        assert not result.refused and not result.skipped
+        # Oldest first: the defaults' waiting cost grows with waiting time, and ties go to the
+        # earlier task node; here all waited equally, so any six will do, but none twice.
+        placed = [d.task for d in result.deltas]
+        assert len(set(placed)) == 6
+        for m in s.state.machines.values():
+            assert len(m.running_task_ids) == 2
+        check_consistent(s)
+        # Nothing changed: the next round decides nothing and sends the solver few changes.
+        quiet = s.run_round(2 * SECOND)
+        assert not quiet.decided
+        check_consistent(s)
+
+
+def test_finished_tasks_free_slots_for_waiting_ones() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [machine("m0", slots=1), task(1), task(2), task(3)])
+        first = s.run_round()
+        (placed,) = first.deltas
+        s.handle(TaskCompleted(time=SECOND, task_id=placed.task))
+        second = s.run_round()
+        assert second.count(DeltaKind.PLACE) == 1
+        assert second.deltas[0].task != placed.task
+        assert s.state.tasks[placed.task].state is TaskState.COMPLETED
+        check_consistent(s)
+
+
+def test_machine_failure_requeues_its_tasks_and_they_are_placed_again() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [machine("m0"), task(1), task(2)])
+        s.run_round()
+        assert set(s.state.machines["m0"].running_task_ids) == {1, 2}
+        transitions = s.handle(MachineFailed(time=SECOND, machine_id="m0"))
+        assert transitions is not None
+        assert {t.task_id for t in transitions} == {1, 2}
+        assert all(s.state.tasks[t].state is TaskState.RUNNABLE for t in (1, 2))
+        nothing = s.run_round()
+        assert not nothing.deltas and nothing.waiting_tasks == 2
+        check_consistent(s)
+        s.handle(machine("m1", time=2 * SECOND))
+        again = s.run_round()
+        assert {(d.kind, d.task, d.to_machine) for d in again.deltas} == {
+            (DeltaKind.PLACE, 1, "m1"),
+            (DeltaKind.PLACE, 2, "m1"),
+        }
+        assert s.state.tasks[1].eviction_count == 1
+        check_consistent(s)
+
+
+def test_label_selectors_route_tasks_only_to_matching_machines() -> None:
+    gpu = (LabelSelector.equals("gpu", "yes"),)
+    with Scheduler(Plain()) as s:
+        feed(s, [machine("cpu0"), machine("gpu0", gpu="yes")])
+        feed(s, [task(t, selectors=gpu) for t in range(3)] + [task(9)])
+        s.run_round()
+        assert s.state.machines["gpu0"].running_task_ids.keys() <= {0, 1, 2}
+        assert len(s.state.machines["gpu0"].running_task_ids) == 2
+        assert s.state.tasks[9].machine_id == "cpu0"
+        check_consistent(s)
+
+
+def test_waiting_costs_are_priced_again_every_round() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [task(1)])
+        s.run_round()
+        manager = s.graph_manager
+        node = manager.task_node(1)
+        assert node is not None
+
+        def waiting_cost() -> int:
+            (arc,) = [
+                a
+                for a in manager.graph.out_arcs(node)
+                if manager.graph.arc_kind(a) == ArcType.UNSCHEDULED
+            ]
+            return manager.graph.arc_cost(arc)
+
+        first = waiting_cost()
+        s.run_round(10 * SECOND)
+        assert waiting_cost() == first + 10
+        with pytest.raises(ClusterError, match="before the cluster's current time"):
+            s.run_round(5 * SECOND)
+
+
+def test_requests_the_policy_ignores_are_refused_not_overcommitted() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [machine("m0", slots=4), task(1, cpu=6000), task(2, cpu=6000)])
+        result = s.run_round()
+        assert result.count(DeltaKind.PLACE) == 1
+        (refusal,) = result.refused
+        assert refusal.decision.kind is DeltaKind.PLACE
+        assert "requests more than machine 'm0' has free" in refusal.reason
+        assert [t.state for t in s.state.tasks.values()].count(TaskState.RUNNABLE) == 1
+        check_consistent(s)
+
+
+# ---------------------------------------------------------------------- preemption and migration
+
+
+class Priorities(Preempting):
+    """Waiting and preemption are cheap for priority 0 and ruinous for priority 9."""
+
+    @hookimpl
+    def task_to_unscheduled(self, task: TaskView) -> ArcDescriptor:
+        return ArcDescriptor(cost=10_000_000 if task.priority >= 9 else 1_000)
+
+    @hookimpl
+    def task_preemption(self, task: TaskView) -> ArcDescriptor:
+        return ArcDescriptor(cost=10_000_000 if task.priority >= 9 else 100)
+
+
+def test_preemption_makes_room_for_an_urgent_task() -> None:
+    with Scheduler(Priorities()) as s:
+        feed(s, [machine("m0", slots=1), task(1, "batch")])
+        s.run_round()
+        assert s.state.tasks[1].machine_id == "m0"
+        s.handle(task(2, "urgent", time=SECOND, priority=9))
+        result = s.run_round()
+        kinds = {(d.kind, d.task) for d in result.deltas}
+        assert kinds == {(DeltaKind.PREEMPT, 1), (DeltaKind.PLACE, 2)}
+        assert s.state.tasks[1].state is TaskState.RUNNABLE
+        assert s.state.tasks[1].eviction_count == 1
+        assert s.state.tasks[2].machine_id == "m0"
+        check_consistent(s)
+        assert not s.run_round().decided
+
+
+def test_without_preemption_running_tasks_stay_put() -> None:
+    class Urgent:
+        @hookimpl
+        def task_to_unscheduled(self, task: TaskView) -> ArcDescriptor:
+            return ArcDescriptor(cost=10_000_000 if task.priority >= 9 else 1_000)
+
+    with Scheduler(Urgent()) as s:
+        feed(s, [machine("m0", slots=1), task(1)])
+        s.run_round()
+        s.handle(task(2, time=SECOND, priority=9))
+        assert not s.run_round().decided
+        assert s.state.tasks[1].machine_id == "m0"
+
+
+class PreferLabelled(Preempting):
+    """Each task prefers the machine named in its `want` label (cost 0); anything else costs
+    50, and staying where it runs costs as much as the class path (so a better machine wins)."""
+
+    @hookimpl
+    def task_preference_arcs(self, task: TaskView, cluster: ClusterView) -> Sequence[ResourceRef]:
+        want = task.labels.get("want")
+        if want is None or want not in cluster.machines:
+            return []
+        return [ResourceRef.machine(want)]
+
+    @hookimpl
+    def task_to_resource(self) -> ArcDescriptor:
+        return ArcDescriptor(cost=0)
+
+    @hookimpl
+    def task_to_equiv_class(self) -> ArcDescriptor:
+        return ArcDescriptor(cost=50)
+
+    @hookimpl
+    def task_continuation(self, task: TaskView, machine: MachineView) -> ArcDescriptor:
+        return ArcDescriptor(cost=0 if task.labels.get("want") == machine.machine_id else 50)
+
+
+def test_a_better_machine_joining_migrates_a_running_task() -> None:
+    with Scheduler(PreferLabelled()) as s:
+        feed(s, [machine("m0"), task(1, labels={"want": "m1"})])
+        s.run_round()
+        assert s.state.tasks[1].machine_id == "m0"
+        s.handle(machine("m1", time=SECOND))
+        result = s.run_round()
+        (move,) = result.deltas
+        assert (move.kind, move.from_machine, move.to_machine) == (DeltaKind.MIGRATE, "m0", "m1")
+        assert s.state.tasks[1].machine_id == "m1"
+        assert s.state.tasks[1].eviction_count == 0
+        check_consistent(s)
+
+
+def test_tasks_trade_places_between_full_machines() -> None:
+    with Scheduler(PreferLabelled()) as s:
+        feed(s, [machine("a", slots=1), task(1, labels={"want": "a"})])
+        s.run_round()
+        feed(s, [machine("b", slots=1, time=SECOND), task(2, time=SECOND, labels={"want": "a"})])
+        s.run_round()
+        assert (s.state.tasks[1].machine_id, s.state.tasks[2].machine_id) == ("a", "b")
+        # Both now want the other's machine: only a simultaneous move can satisfy them.
+        s.handle(TaskUpdated(time=2 * SECOND, task_id=1, labels={"want": "b"}))
+        s.handle(TaskUpdated(time=2 * SECOND, task_id=2, labels={"want": "a"}))
+        result = s.run_round()
+        assert {(d.kind, d.task, d.to_machine) for d in result.deltas} == {
+            (DeltaKind.MIGRATE, 1, "b"),
+            (DeltaKind.MIGRATE, 2, "a"),
+        }
+        assert not result.refused
+        check_consistent(s)
+
+
+# ---------------------------------------------------------------------- events during a round
+
+
+def inject_during_solve(scheduler: Scheduler, events: Sequence[ClusterEvent]) -> None:
+    """Make the next solve deliver `events` through `handle` while the round runs (as the
+    daemon's threads would)."""
+    solve_graph = scheduler.solver.solve_graph
+
+    def solve_and_inject(graph: Any) -> Any:
+        result = solve_graph(graph)
+        for event in events:
+            assert scheduler.handle(event) is None  # queued, not applied
+        scheduler.solver.solve_graph = solve_graph  # type: ignore[method-assign]
+        return result
+
+    scheduler.solver.solve_graph = solve_and_inject  # type: ignore[method-assign]
+
+
+def test_events_during_a_round_are_queued_and_moot_decisions_skipped() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [machine("m0", slots=1), machine("m1", slots=1), task(1), task(2), task(3)])
+        inject_during_solve(
+            s,
+            [
+                TaskRemoved(time=SECOND, task_id=1),
+                MachineRemoved(time=SECOND, machine_id="m1"),
+                TaskCompleted(time=SECOND, task_id=42),  # unknown: rejected, not a crash
+            ],
+        )
+        result = s.run_round()
+        # Tasks 1 and 2 were placed (on m0 and m1, in some order); task 1 is gone and m1 too.
+        skipped = {d.decision.task: d.reason for d in result.skipped}
+        assert 1 in skipped and "TaskRemoved" in skipped[1]
+        assert all(d.to_machine != "m1" for d in result.deltas)
+        assert 1 not in s.state.tasks and "m1" not in s.state.machines
+        (rejected,) = result.rejected_events
+        assert rejected.event.task_id == 42  # type: ignore[union-attr]
+        assert "unknown task 42" in rejected.reason
+        check_consistent(s)
+        after = s.run_round()
+        assert s.state.tasks[2].machine_id == "m0" or s.state.tasks[3].machine_id == "m0"
+        assert not after.refused
+        check_consistent(s)
+
+
+def test_unknown_ids_and_duplicates_raise_clear_errors_and_change_nothing() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [machine("m0"), task(1)])
+        with pytest.raises(ClusterError, match="unknown task 7"):
+            s.handle(TaskCompleted(time=0, task_id=7))
+        with pytest.raises(ClusterError, match="machine 'm0' already exists"):
+            s.handle(machine("m0"))
+        with pytest.raises(ClusterError, match="unknown machine 'nope'"):
+            s.handle(MachineRemoved(time=0, machine_id="nope"))
+        with pytest.raises(ClusterError, match="task 1 already exists"):
+            s.handle(task(1))
+        assert s.run_round().count(DeltaKind.PLACE) == 1
+        check_consistent(s)
+
+
+# ---------------------------------------------------------------------- policy failures
+
+
+class FailsForOdd:
+    @hookimpl
+    def task_to_equiv_class(self, task: TaskView) -> ArcDescriptor:
+        if task.task_id % 2:
+            raise RuntimeError("odd task")
+        return ArcDescriptor(cost=2)
+
+
+def test_a_hook_failing_for_one_task_leaves_only_that_task_out() -> None:
+    with Scheduler(FailsForOdd()) as s:
+        feed(s, [machine("m0", slots=4)] + [task(t) for t in range(4)])
+        result = s.run_round()
+        assert {d.task for d in result.deltas} == {0, 2}
+        assert len(result.task_errors) == 2
+        assert all("odd task" in str(e) for e in result.task_errors)
+        assert result.task_errors[0].hook == "task_to_equiv_class"
+        # Tried again next round (and still failing): reported again, nothing lost.
+        again = s.run_round()
+        assert len(again.task_errors) == 2
+        s.state.validate()
+
+
+def test_a_failing_resource_hook_fails_the_round_and_the_next_one_recovers() -> None:
+    class Flaky:
+        broken = True
+
+        @hookimpl
+        def leaf_to_sink(self, machine: MachineView) -> ArcDescriptor | None:
+            if Flaky.broken:
+                raise RuntimeError("stats backend down")
+            return None
+
+    with Scheduler(Flaky()) as s:
+        feed(s, [machine("m0"), task(1)])
+        with pytest.raises(PolicyError, match="stats backend down"):
+            s.run_round()
+        assert s.state.tasks[1].state is TaskState.RUNNABLE
+        Flaky.broken = False
+        assert s.run_round().count(DeltaKind.PLACE) == 1
+        check_consistent(s)
+
+
+def test_a_task_that_could_neither_wait_nor_run_is_refused_by_name() -> None:
+    class NoWaiting:
+        @hookimpl
+        def task_to_unscheduled(self) -> ArcDescriptor:
+            return ArcDescriptor(cost=5, capacity=0)
+
+    with Scheduler(NoWaiting()) as s:
+        feed(s, [task(1)])
+        result = s.run_round()
+        (error,) = result.task_errors
+        assert "capacity 0" in str(error) and "task 1" in str(error)
+
+
+def test_notifications_reach_the_policy() -> None:
+    seen: list[tuple[str, object]] = []
+
+    class Recorder:
+        @hookimpl
+        def task_added(self, task: TaskView) -> None:
+            seen.append(("task+", task.task_id))
+
+        @hookimpl
+        def task_removed(self, task_id: int) -> None:
+            seen.append(("task-", task_id))
+
+        @hookimpl
+        def machine_added(self, machine: MachineView) -> None:
+            seen.append(("machine+", machine.machine_id))
+
+        @hookimpl
+        def machine_removed(self, machine_id: str) -> None:
+            seen.append(("machine-", machine_id))
+
+    with Scheduler(Recorder()) as s:
+        feed(s, [machine("m0"), task(1), task(2)])
+        s.run_round()
+        s.handle(TaskCompleted(time=1, task_id=1))
+        s.handle(TaskFailed(time=1, task_id=2))
+        s.handle(MachineRemoved(time=1, machine_id="m0"))
+        s.run_round()
+    assert seen == [
+        ("machine+", "m0"),
+        ("task+", 1),
+        ("task+", 2),
+        ("machine-", "m0"),
+        ("task-", 1),
+        ("task-", 2),
+    ]
+
+
+def test_policies_are_selected_by_name_with_clear_errors() -> None:
+    from firmament_py.sdk import UnknownPolicyError
+
+    with pytest.raises(UnknownPolicyError, match=r"known policies: .*load-spreading"):
+        Scheduler("load-spreding")
+    with pytest.raises(ValueError, match="unknown solver"):
+        Scheduler(Plain(), solver="simplex")
+
+
+# ---------------------------------------------------------------------- class hierarchies
+
+
+class Levels:
+    """Tasks -> class "top" -> classes "a" and "b" -> one machine each (a class hierarchy)."""
+
+    @hookimpl
+    def task_equiv_classes(self) -> Sequence[EquivClassId]:
+        return ["top"]
+
+    @hookimpl
+    def equiv_class_to_equiv_class_arcs(self, equiv_class: EquivClassId) -> Sequence[EquivClassId]:
+        return ["a", "b"] if equiv_class == "top" else []
+
+    @hookimpl
+    def equiv_class_preference_arcs(
+        self, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> Sequence[ResourceRef]:
+        target = {"a": "m0", "b": "m1"}.get(str(equiv_class))
+        return [ResourceRef.machine(target)] if target in cluster.machines else []
+
+    @hookimpl
+    def equiv_class_to_resource(self, resource: ResourceView) -> ArcDescriptor:
+        return ArcDescriptor(cost=1, capacity=resource.stats.free_slots)
+
+
+def test_classes_reached_through_classes_get_nodes_and_go_when_unused() -> None:
+    with Scheduler(Levels()) as s:
+        feed(s, [machine("m0"), machine("m1")] + [task(t) for t in range(3)])
+        s.run_round()
+        manager = s.graph_manager
+        assert all(manager.class_node(c) is not None for c in ("top", "a", "b"))
+        assert sum(len(m.running_task_ids) for m in s.state.machines.values()) == 3
+        for t in range(3):
+            s.handle(TaskCompleted(time=1, task_id=t))
+        s.run_round()
+        assert all(manager.class_node(c) is None for c in ("top", "a", "b"))
+        assert manager.graph.num_nodes == 5  # the sink, a pod, a rack and two machines
+        check_consistent(s)
+
+
+# ---------------------------------------------------------------------- incremental = from scratch
+
+
+def rebuilt_cost(scheduler: Scheduler) -> int:
+    """The optimal cost of the graph a new manager builds from scratch for the same state."""
+    fresh = FlowGraphManager(scheduler.policy, scheduler.state)
+    fresh.mark_changed(scheduler.state.tasks)
+    fresh.update()
+    from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
+
+    result = SuccessiveShortestPathSolver().solve_graph(fresh.graph)
+    verify(fresh.graph, result)
+    return result.cost
+
+
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(["submit", "submit", "complete", "fail_machine", "add_machine", "round"]),
+        st.integers(0, 10**6),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@pytest.mark.parametrize("policy", [Plain, Priorities, PreferLabelled], ids=lambda p: p.__name__)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=steps)
+def test_random_event_sequences_keep_state_graph_and_optimum_consistent(
+    policy: Callable[[], object], script: list[tuple[str, int]]
+) -> None:
+    with Scheduler(policy()) as s:
+        now, next_task, next_machine = 0, 0, 0
+        feed(s, [machine("m0", slots=2)])
+        next_machine = 1
+        for action, pick in script:
+            now += SECOND
+            tasks = list(s.state.tasks.values())
+            if action == "submit":
+                labels = {"want": f"m{pick % (next_machine + 2)}"}  # perhaps a future one
+                s.handle(
+                    task(next_task, f"j{pick % 3}", time=now, priority=pick % 10, labels=labels)
+                )
+                next_task += 1
+            elif action == "complete":
+                running = [t for t in tasks if t.state is TaskState.RUNNING]
+                if running:
+                    s.handle(TaskCompleted(time=now, task_id=running[pick % len(running)].task_id))
+            elif action == "fail_machine" and len(s.state.machines) > 1:
+                names = list(s.state.machines)
+                s.handle(MachineFailed(time=now, machine_id=names[pick % len(names)]))
+            elif action == "add_machine":
+                s.handle(
+                    machine(f"m{next_machine}", slots=1 + pick % 3, rack=f"r{pick % 2}", time=now)
+                )
+                next_machine += 1
+            else:
+                result = s.run_round(now)
+                assert not result.refused and not result.task_errors
+                check_consistent(s)
+                assert s.graph_manager.graph.pending_changes == 0
+        final = s.run_round(now + SECOND)
+        check_consistent(s)
+        assert not final.refused
+        # After the decisions, the incremental graph and a fresh one agree on the optimum.
+        s.graph_manager.update()
+        incremental = s.solver.solve_graph(s.graph_manager.graph)
+        verify(s.graph_manager.graph, incremental)
+        assert incremental.cost == rebuilt_cost(s)
