@@ -1,4 +1,5 @@
-"""The `firmament-py` command line: solve DIMACS flow problems and generate scheduling graphs.
+"""The `firmament-py` command line: solve DIMACS flow problems, generate scheduling graphs,
+and list the installed scheduling policies.
 
 `solve` behaves like Firmament's solver process: it reads a stream of rounds (a whole problem,
 then incremental changes, each ended by `c EOI`), solves each round from the previous solution,
@@ -28,6 +29,7 @@ from firmament_py.flow.dimacs import (
 )
 from firmament_py.flow.graph import FlowGraphError
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.sdk import PolicyError, available_policies, load_policy
 from firmament_py.solvers import SolverError, make_solver
 from firmament_py.solvers.optimality import OptimalityError, verify
 
@@ -211,6 +213,27 @@ def graphgen(
         cluster.next_round(churn)
         write_dimacs_changes(cluster.graph.take_changes(), output, sink=cluster.sink)
     output.flush()
+
+
+@main.command()
+def policies() -> None:
+    """List the installed scheduling policies (entry-point group firmament_py.policies)."""
+    table = Table(title="installed policies")
+    for column in ("name", "preemption", "hooks", "about"):
+        table.add_column(column)
+    for name in available_policies():
+        try:
+            manager = load_policy(name)
+        except PolicyError as error:
+            table.add_row(name, "", "", f"[red]cannot load: {error.problem}[/red]")
+            continue
+        plugin = manager.plugin_manager.get_plugin(name)
+        module = sys.modules.get(getattr(plugin, "__module__", ""), plugin)
+        docstring = (getattr(module, "__doc__", None) or "").strip()
+        about = " ".join(docstring.split("\n\n")[0].split())
+        hooks = str(len(manager.implemented_hooks))
+        table.add_row(name, "yes" if manager.preemption_enabled else "no", hooks, about)
+    Console().print(table)
 
 
 if __name__ == "__main__":

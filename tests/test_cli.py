@@ -173,3 +173,28 @@ def test_a_cost_beyond_64_bits_is_a_one_line_error() -> None:
     problem = f"p min 2 1\nn 1 {big}\nn 2 -{big}\na 1 2 0 {big} 2000000000\n"
     result = CliRunner().invoke(main, ["solve", "-", "-a", "ssp", "-q"], input=problem)
     assert "round 1: the optimal flow's cost does not fit in 64 bits" in _clean_failure(result)
+
+
+def test_policies_lists_the_installed_policies_and_names_broken_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.metadata
+
+    from firmament_py.sdk import POLICY_ENTRY_POINT_GROUP
+
+    real = importlib.metadata.entry_points
+    broken = importlib.metadata.EntryPoint(
+        name="broken", value="no_such_module_anywhere:Policy", group=POLICY_ENTRY_POINT_GROUP
+    )
+
+    def with_broken(**selection: object) -> object:
+        found = real(**selection)  # type: ignore[arg-type]
+        if selection == {"group": POLICY_ENTRY_POINT_GROUP}:
+            return importlib.metadata.EntryPoints([*found, broken])
+        return found
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", with_broken)
+    result = CliRunner().invoke(main, ["policies"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert re.search(r"broken .*cannot load", result.output)
+    assert re.search(r"trivial .*│ no ", result.output)

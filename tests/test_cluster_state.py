@@ -396,6 +396,48 @@ def test_migration_moves_the_reservation_and_keeps_the_task_running() -> None:
     cluster.validate()
 
 
+def test_tasks_trade_places_between_full_machines_in_one_move() -> None:
+    big = Resources(cpu_millicores=3000)
+    cluster = cluster_with(
+        machine("a", slots=1),
+        machine("b", slots=1),
+        machine("small", slots=2, capacity=Resources(cpu_millicores=2000)),
+        submit(1, request=CPU),
+        submit(2, request=CPU),
+        submit(3, request=big),
+    )
+    cluster.place(1, "a", time=1)
+    cluster.place(2, "b", time=1)
+    refused(cluster, lambda: cluster.migrate(1, "b", time=2), "'b' has no free slot")
+    records = cluster.migrate_many({1: "b", 2: "a"}, time=2)
+    assert [(r.task_id, r.from_machine_id, r.to_machine_id) for r in records] == [
+        (1, "a", "b"),
+        (2, "b", "a"),
+    ]
+    assert cluster.now == 2
+    cluster.validate()
+    refused(cluster, lambda: cluster.migrate_many({1: "a"}, time=3), "running 2 tasks in 1 slots")
+    refused(cluster, lambda: cluster.migrate_many({1: "b"}, time=3), "already runs there")
+    refused(cluster, lambda: cluster.migrate_many({3: "a"}, time=3), "it is runnable")
+    refused(cluster, lambda: cluster.migrate_many({1: "nope"}, time=3), "unknown machine")
+    cluster.apply(MachineAdded(time=3, machine_id="c", capacity=big, slots=1))
+    cluster.place(3, "c", time=3)
+    # Both fit by slots, but 3's request does not fit in small's capacity: nothing moves.
+    refused(
+        cluster,
+        lambda: cluster.migrate_many({1: "small", 3: "small"}, time=4),
+        "overcommit machine 'small'",
+    )
+    refused(cluster, lambda: cluster.migrate_many({1: "c"}, time=1), "before the cluster's")
+
+
+def test_the_clock_advances_only_forwards() -> None:
+    cluster = cluster_with(machine("m"))
+    cluster.advance_to(5)
+    assert cluster.now == 5
+    refused(cluster, lambda: cluster.advance_to(4), "before the cluster's current time")
+
+
 def test_completion_frees_the_machine_and_records_times() -> None:
     cluster = cluster_with(machine("m"), submit(1, time=1, request=CPU))
     cluster.place(1, "m", time=4)

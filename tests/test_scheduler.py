@@ -251,7 +251,8 @@ def test_without_preemption_running_tasks_stay_put() -> None:
 
 class PreferLabelled(Preempting):
     """Each task prefers the machine named in its `want` label (cost 0); anything else costs
-    50, and staying where it runs costs as much as the class path (so a better machine wins)."""
+    50 through the cluster aggregator, and staying on a machine it does not want costs 49:
+    moving pays only to reach the wanted machine, and ties never make a task move."""
 
     @hookimpl
     def task_preference_arcs(self, task: TaskView, cluster: ClusterView) -> Sequence[ResourceRef]:
@@ -270,7 +271,7 @@ class PreferLabelled(Preempting):
 
     @hookimpl
     def task_continuation(self, task: TaskView, machine: MachineView) -> ArcDescriptor:
-        return ArcDescriptor(cost=0 if task.labels.get("want") == machine.machine_id else 50)
+        return ArcDescriptor(cost=0 if task.labels.get("want") == machine.machine_id else 49)
 
 
 def test_a_better_machine_joining_migrates_a_running_task() -> None:
@@ -291,7 +292,7 @@ def test_tasks_trade_places_between_full_machines() -> None:
     with Scheduler(PreferLabelled()) as s:
         feed(s, [machine("a", slots=1), task(1, labels={"want": "a"})])
         s.run_round()
-        feed(s, [machine("b", slots=1, time=SECOND), task(2, time=SECOND, labels={"want": "a"})])
+        feed(s, [machine("b", slots=1, time=SECOND), task(2, time=SECOND, labels={"want": "b"})])
         s.run_round()
         assert (s.state.tasks[1].machine_id, s.state.tasks[2].machine_id) == ("a", "b")
         # Both now want the other's machine: only a simultaneous move can satisfy them.

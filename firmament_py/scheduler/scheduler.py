@@ -53,7 +53,7 @@ from firmament_py.solvers.registry import make_solver
 __all__ = ["Decision", "RejectedEvent", "RoundResult", "Scheduler", "UnappliedDecision"]
 
 DEFAULT_POLICY = "trivial"
-DEFAULT_SOLVER = "relaxation"
+DEFAULT_SOLVER = "cost-scaling"
 
 Decision = SchedulingDelta[TaskId, MachineId]
 """A PLACE, PREEMPT or MIGRATE of one task, in the cluster's ids."""
