@@ -18,6 +18,7 @@ from firmament_py.model import (
     MachineAdded,
     MachineFailed,
     MachineRemoved,
+    MachineUpdated,
     Resources,
     TaskCompleted,
     TaskFailed,
@@ -135,8 +136,9 @@ def test_finished_tasks_free_slots_for_waiting_ones() -> None:
         check_consistent(s)
 
 
-def test_machine_failure_requeues_its_tasks_and_they_are_placed_again() -> None:
-    with Scheduler(Plain()) as s:
+@pytest.mark.parametrize("solver", ["cost-scaling", "relaxation", "ssp", "race"])
+def test_machine_failure_requeues_its_tasks_and_they_are_placed_again(solver: str) -> None:
+    with Scheduler(Plain(), solver=solver) as s:
         feed(s, [machine("m0"), task(1), task(2)])
         s.run_round()
         assert set(s.state.machines["m0"].running_task_ids) == {1, 2}
@@ -529,7 +531,13 @@ def rebuilt_cost(scheduler: Scheduler) -> int:
 
 steps = st.lists(
     st.tuples(
-        st.sampled_from(["submit", "submit", "complete", "fail_machine", "add_machine", "round"]),
+        st.sampled_from(
+            [
+                *("submit", "submit", "complete", "round", "round"),
+                *("update_task", "remove_task", "fail_task"),
+                *("add_machine", "fail_machine", "remove_machine", "update_machine"),
+            ]
+        ),
         st.integers(0, 10**6),
     ),
     min_size=1,
@@ -537,13 +545,23 @@ steps = st.lists(
 )
 
 
-@pytest.mark.parametrize("policy", [Plain, Priorities, PreferLabelled], ids=lambda p: p.__name__)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize(
+    ("policy", "solver"),
+    [
+        (Plain, "cost-scaling"),
+        (Plain, "relaxation"),
+        (Priorities, "cost-scaling"),
+        (PreferLabelled, "cost-scaling"),
+        (PreferLabelled, "relaxation"),
+    ],
+    ids=lambda p: getattr(p, "__name__", p),
+)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(script=steps)
 def test_random_event_sequences_keep_state_graph_and_optimum_consistent(
-    policy: Callable[[], object], script: list[tuple[str, int]]
+    policy: Callable[[], object], solver: str, script: list[tuple[str, int]]
 ) -> None:
-    with Scheduler(policy()) as s:
+    with Scheduler(policy(), solver=solver) as s:
         now, next_task, next_machine = 0, 0, 0
         feed(s, [machine("m0", slots=2)])
         next_machine = 1
@@ -560,9 +578,23 @@ def test_random_event_sequences_keep_state_graph_and_optimum_consistent(
                 running = [t for t in tasks if t.state is TaskState.RUNNING]
                 if running:
                     s.handle(TaskCompleted(time=now, task_id=running[pick % len(running)].task_id))
-            elif action == "fail_machine" and len(s.state.machines) > 1:
-                names = list(s.state.machines)
-                s.handle(MachineFailed(time=now, machine_id=names[pick % len(names)]))
+            elif action in ("update_task", "remove_task", "fail_task") and tasks:
+                chosen = tasks[pick % len(tasks)]
+                if action == "update_task":
+                    labels = {"want": f"m{pick % (next_machine + 1)}"}
+                    s.handle(TaskUpdated(time=now, task_id=chosen.task_id, labels=labels))
+                elif action == "remove_task":
+                    s.handle(TaskRemoved(time=now, task_id=chosen.task_id))
+                elif chosen.state in (TaskState.RUNNABLE, TaskState.RUNNING):
+                    s.handle(TaskFailed(time=now, task_id=chosen.task_id))
+            elif action in ("fail_machine", "remove_machine") and len(s.state.machines) > 1:
+                name = list(s.state.machines)[pick % len(s.state.machines)]
+                lose = MachineFailed if action == "fail_machine" else MachineRemoved
+                s.handle(lose(time=now, machine_id=name))
+            elif action == "update_machine":
+                name, m = list(s.state.machines.items())[pick % len(s.state.machines)]
+                slots = len(m.running_task_ids) + pick % 3
+                s.handle(MachineUpdated(time=now, machine_id=name, slots=slots))
             elif action == "add_machine":
                 s.handle(
                     machine(f"m{next_machine}", slots=1 + pick % 3, rack=f"r{pick % 2}", time=now)
