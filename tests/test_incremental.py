@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from firmament_py.flow.dimacs import DimacsReader
 from firmament_py.flow.graph import FlowGraph, NodeKind
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers.base import FlowSolver, InfeasibleError
 from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.network import DEAD
 from firmament_py.solvers.optimality import verify
+from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
 
 from .conftest import SOLVERS, ortools_cost
 
@@ -357,3 +360,17 @@ def test_larger_cluster_rounds(shape: str) -> None:
         fresh = SOLVERS["cost-scaling"]()
         fresh.load(g.snapshot())
         cluster.observe(fresh.solve().flow)
+
+
+def test_excess_beyond_the_global_update_buckets_is_routed() -> None:
+    """Regression: a second round whose excess lay farther (in epsilon steps) than the global
+    update's n + 1 buckets made incremental cost scaling crawl until its relabel bound. Found
+    through the cpu-mem policy's tests; the fixture is the two rounds the scheduler sent."""
+    path = Path(__file__).parent / "data" / "cost_scaling_far_excess.dimacs"
+    incremental = CostScalingSolver()
+    with path.open() as stream:
+        for graph in DimacsReader(stream).rounds():
+            reference = SuccessiveShortestPathSolver().solve_graph(graph.copy())
+            result = incremental.solve_graph(graph)
+            verify(graph, result)
+            assert result.cost == reference.cost

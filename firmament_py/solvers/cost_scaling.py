@@ -129,6 +129,13 @@ def _global_update(
                     top = nd
         if active > 0:
             level += 1
+    if active > 0 and clipped:
+        # Some excess lies beyond the n + 1 buckets (an incremental start can leave flow far
+        # below the prices its new paths need): raising it by only n + 1 steps per update made
+        # the refine crawl for millions of relabels. Find the exact distances instead.
+        for d in range(min(top + 1, nb)):
+            bfirst[d] = -1
+        return _global_update_exact(net, eps, scale, dist, bnext, bprev, settled)
     # Unsettled nodes (still queued, or never reached) sit at distance `level + 1` or beyond;
     # giving them all `level + 1` keeps every arc epsilon-optimal.
     far = level + 1
@@ -141,11 +148,64 @@ def _global_update(
             net.price[v] += eps * far
     for d in range(min(top + 1, nb)):
         bfirst[d] = -1
-    if active == 0:
-        return True
-    if not clipped:
+    return active == 0
+
+
+@kernel
+def _global_update_exact(
+    net: ResidualArrays,
+    eps: int,
+    scale: int,
+    dist: Int64Array,
+    keys: Int64Array,
+    nodes: Int64Array,
+    pos: Int64Array,
+) -> bool:  # pragma: no cover - compiled
+    """`_global_update` with a heap instead of n + 1 buckets, so distances are unbounded;
+    False if some excess cannot reach a deficit."""
+    n = len(net.first)
+    size = 0
+    active = 0
+    for v in range(n):
+        dist[v] = INF
+        pos[v] = -1
+    for v in range(n):
+        if net.alive[v]:
+            if net.excess[v] > 0:
+                active += 1
+            elif net.excess[v] < 0:
+                dist[v] = 0
+                size = kernels.heap_push(keys, nodes, pos, size, v, 0)
+    last = 0
+    while size > 0 and active > 0:
+        u, du, size = kernels.heap_pop(keys, nodes, pos, size)
+        last = du
+        if net.excess[u] > 0:
+            active -= 1
+        pu = net.price[u]
+        base = net.first[u]
+        for s in range(base, base + net.deg[u]):
+            if net.paircap[s] <= net.rescap[s]:  # x -> u has no residual capacity
+                continue
+            x = net.head[s]
+            if pos[x] == -2:
+                continue
+            rc = -net.cost[s] * scale - net.price[x] + pu
+            step = rc // eps + 1
+            if step < 0:
+                step = 0
+            nd = du + step
+            if nd < dist[x]:
+                dist[x] = nd
+                size = kernels.heap_push(keys, nodes, pos, size, x, nd)
+    if active > 0:
         return False
-    return _all_excess_reaches_deficit(net, dist, settled)
+    # As in `_global_update`: nodes not popped lie at distance `last` or beyond.
+    far = last + 1
+    for v in range(n):
+        if net.alive[v]:
+            net.price[v] += eps * (dist[v] if pos[v] == -2 else far)
+    return True
 
 
 @kernel
