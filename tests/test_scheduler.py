@@ -432,6 +432,10 @@ def test_notifications_reach_the_policy() -> None:
 
     class Recorder:
         @hookimpl
+        def round_started(self, cluster: ClusterView) -> None:
+            seen.append(("round", cluster.now))
+
+        @hookimpl
         def task_added(self, task: TaskView) -> None:
             seen.append(("task+", task.task_id))
 
@@ -455,13 +459,45 @@ def test_notifications_reach_the_policy() -> None:
         s.handle(MachineRemoved(time=1, machine_id="m0"))
         s.run_round()
     assert seen == [
+        ("round", 0),
         ("machine+", "m0"),
         ("task+", 1),
         ("task+", 2),
+        ("round", 1),
         ("machine-", "m0"),
         ("task-", 1),
         ("task-", 2),
     ]
+
+
+def test_new_machine_labels_make_every_task_ask_again_for_its_preferences() -> None:
+    class SameData:
+        @hookimpl
+        def task_preference_arcs(
+            self, task: TaskView, cluster: ClusterView
+        ) -> Sequence[ResourceRef]:
+            return [
+                m.ref
+                for m in cluster.machines.values()
+                if m.labels.get("data") == task.labels.get("data")
+            ]
+
+    def preference_targets(s: Scheduler) -> list[int]:
+        graph, node = s.graph_manager.graph, s.graph_manager.task_node(1)
+        assert node is not None
+        return [
+            graph.arc_dst(a)
+            for a in graph.out_arcs(node)
+            if graph.arc_kind(a) == ArcType.PREFERENCE
+        ]
+
+    with Scheduler(SameData()) as s:
+        feed(s, [machine("m0", slots=0), task(1, labels={"data": "x"})])
+        s.run_round()
+        assert preference_targets(s) == []
+        s.handle(MachineUpdated(time=1, machine_id="m0", labels={"data": "x"}))
+        s.run_round()
+        assert preference_targets(s) == [s.graph_manager.machine_node("m0")]
 
 
 def test_policies_are_selected_by_name_with_clear_errors() -> None:

@@ -8,8 +8,9 @@ The manager owns the graph and the maps between its node ids and the cluster's i
 
 A round's update (`update`) runs Firmament's two passes, in this order:
 
-1. Resources: nodes for machines, racks and pods that joined, removal of those that left
-   (with their arcs), and the `machine_added` / `machine_removed` notifications.
+1. The `round_started` notification. Resources: nodes for machines, racks and pods that
+   joined, removal of those that left (with their arcs), and the `machine_added` /
+   `machine_removed` notifications.
 2. Pass 1, from the sink up: the policy's statistics pass over the resource topology; its
    results are what `ResourceView.stats` serves for the rest of the round. The topology and
    leaf-to-sink arcs of a resource are asked again when its statistics or a child's changed.
@@ -144,6 +145,11 @@ class FlowGraphManager:
 
     # ------------------------------------------------------------------ changes in
 
+    def mark_all_changed(self) -> None:
+        """Rebuild every task at the next update (machine labels changed, say, which may change
+        any task's classes and preferences)."""
+        self._rebuild_all = True
+
     def mark_changed(self, task_ids: Iterable[TaskId]) -> None:
         """Note tasks whose state, machine or attributes changed: the next update rebuilds
         (or removes) their nodes and arcs."""
@@ -159,6 +165,7 @@ class FlowGraphManager:
         leaving what is marked as changed for the next update, if a hook about a resource, a
         class or a job fails.
         """
+        self.policy.round_started(cluster=self.cluster)
         if self._sync_resources():
             self._rebuild_all = True
         self._stats.clear()

@@ -38,6 +38,7 @@ from firmament_py.model.events import (
     ClusterEvent,
     MachineFailed,
     MachineRemoved,
+    MachineUpdated,
     TaskCompleted,
     TaskFailed,
     TaskRemoved,
@@ -183,6 +184,8 @@ class Scheduler:
         self.graph_manager.mark_changed(t.task_id for t in transitions)
         if isinstance(event, TaskUpdated):
             self.graph_manager.mark_changed((event.task_id,))
+        elif isinstance(event, MachineUpdated) and event.labels is not None:
+            self.graph_manager.mark_all_changed()
         return transitions
 
     # ------------------------------------------------------------------ rounds

@@ -45,6 +45,7 @@ Statistics: the pass from the sink up the resource topology, before any arc is a
     gather_stats                 fold a child's final statistics into its parent's
     update_stats                 a resource's final statistics, once all children are in
 Notifications
+    round_started                a scheduling round begins (drop per-round caches here)
     machine_added, machine_removed, task_added, task_removed
 
 The rules:
@@ -308,6 +309,13 @@ def update_stats(
 
 
 @hookspec
+def round_started(cluster: ClusterView) -> None:
+    """A scheduling round begins: the round's events are applied and `cluster.now` is the
+    round's time; nothing has been asked yet (the statistics pass comes next). The place to drop
+    caches that hold for one round only, such as what the waiting tasks need in total."""
+
+
+@hookspec
 def machine_added(machine: MachineView, cluster: ClusterView) -> None:
     """A machine joined the graph (Firmament's AddMachine)."""
 
@@ -350,7 +358,13 @@ ARC_HOOKS = (
     "task_preemption",
 )
 STATISTICS_HOOKS = ("prepare_stats", "gather_stats", "update_stats")
-NOTIFICATION_HOOKS = ("machine_added", "machine_removed", "task_added", "task_removed")
+NOTIFICATION_HOOKS = (
+    "round_started",
+    "machine_added",
+    "machine_removed",
+    "task_added",
+    "task_removed",
+)
 
 ANSWER_HOOKS = CAPABILITY_HOOKS + SHAPE_HOOKS + ARC_HOOKS + STATISTICS_HOOKS
 """The `firstresult` hooks: the defaults answer every one of them."""

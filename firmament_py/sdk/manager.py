@@ -499,6 +499,9 @@ class PolicyManager:
 
     # ------------------------------------------------------------------ notifications
 
+    def round_started(self, *, cluster: ClusterView) -> None:
+        self._notify("round_started", {"cluster": cluster})
+
     def machine_added(self, *, machine: MachineView, cluster: ClusterView) -> None:
         self._notify("machine_added", {"machine": machine, "cluster": cluster})
 

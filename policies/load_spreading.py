@@ -1,0 +1,194 @@
+"""The load-spreading policy: Firmament's Octopus cost model, which balances the number of tasks
+per machine, made to balance within a round as well as across rounds.
+
+Source: `src/scheduling/flow/octopus_cost_model.cc` in camsas/firmament (the paper's
+load-spreading policy, papers/firmament-osdi16.txt, section 3.3 and Figure 6b). Octopus prices a
+machine at the number of tasks it already runs and leaves a task waiting at 1,000,000. Those
+costs are fixed for a round, so every task placed in one round sees the same prices: a batch of
+new tasks piles onto the machines that were emptiest when the round began, up to their free slots,
+and the imbalance lasts until tasks finish.
+
+Here the k-th new task on a machine pays what the machine would then run. The SDK allows one arc
+per (class, resource) pair, so the increasing marginal costs come from a hierarchy of classes::
+
+    task -> spread class -> level 0, 1, ..., n-1 -> machines -> sink
+
+An arc from level i to machine m has capacity 1 and cost running(m) + i, and exists only while
+i < free slots of m: the i-th extra task on m costs what m would run with it, so the min-cost
+flow fills machines like water, always the least loaded next. Hence the hallmark: whenever a
+machine still has a free slot, no machine the same tasks may use runs more than one task more
+than it (given a balanced start, such as an empty cluster). The spread class reaches the levels
+for free (the defaults' class-to-class arc), and a task reaches its spread class for free, as in
+Octopus.
+
+Size. The flow uses only the W cheapest (machine, level) arcs, W being the tasks waiting, so a
+level arc exists only if its cost is at most the W-th smallest cost (ties included), and levels
+stop at the deepest one still needed: an empty cluster of M machines needs at most M + W level
+arcs, not one per free slot. W counts all waiting tasks, not only one spread class's, so spread
+classes whose machines overlap still keep enough arcs that no task waits while one of its
+machines has a free slot.
+
+Waiting costs the defaults' 1,000,000 plus one per second waited (Octopus: 1,000,000 flat), far
+above any level's cost, so every task with a path to a free slot is placed, oldest first when
+slots are short. Tasks with label selectors get a spread class (and levels) of their own that
+reach only matching machines. Slots are the only resource counted, as in Octopus: a task whose
+request does not fit a machine's free resources may still be sent there, and the cluster state
+refuses it (use the cpu-mem policy when requests matter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from firmament_py.sdk import (
+    ArcDescriptor,
+    ClusterView,
+    EquivClassId,
+    LabelSelector,
+    MachineView,
+    ResourceRef,
+    ResourceView,
+    TaskState,
+    TaskView,
+    hookimpl,
+    selector_class,
+)
+
+SPREAD_CLASS = "spread"
+"""The spread class of tasks without label selectors."""
+
+
+def spread_class(selectors: Sequence[LabelSelector]) -> EquivClassId:
+    """The spread class of tasks with these label selectors."""
+    return f"{SPREAD_CLASS}|{selector_class(selectors)}" if selectors else SPREAD_CLASS
+
+
+def level_class(group: EquivClassId, level: int) -> EquivClassId:
+    return f"{group}#{level}"
+
+
+def usable(machine: MachineView, selectors: Sequence[LabelSelector]) -> bool:
+    """True if a task with these selectors may run on the machine."""
+    return all(selector.matches(machine.labels) for selector in selectors)
+
+
+@dataclass(frozen=True, slots=True)
+class MachineLoad:
+    """A machine a spread class may use, as the round's statistics pass saw it."""
+
+    ref: ResourceRef
+    running: int
+    free: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadPlan:
+    """One spread class's levels for a round: `machines` it may use that have a free slot, and
+    the most a level arc may cost (`cost_cap`) for the flow still to have every arc it needs."""
+
+    machines: tuple[MachineLoad, ...]
+    cost_cap: int
+    depth: int
+
+    def level_machines(self, level: int) -> list[ResourceRef]:
+        return [
+            load.ref
+            for load in self.machines
+            if level < load.free and load.running + level <= self.cost_cap
+        ]
+
+
+def cheapest_cost_cap(machines: Sequence[MachineLoad], needed: int) -> int:
+    """The least cap such that at least `needed` (machine, level) arcs cost no more than it,
+    or the dearest arc's cost if there are fewer arcs than that (-1 if none is needed)."""
+    if needed <= 0 or not machines:
+        return -1
+
+    def arcs_within(cap: int) -> int:
+        return sum(max(0, min(load.free, cap - load.running + 1)) for load in machines)
+
+    low = min(load.running for load in machines)
+    high = max(load.running + load.free - 1 for load in machines)
+    if arcs_within(high) <= needed:
+        return high
+    while low < high:  # the least cap in [low, high] with arcs_within(cap) >= needed
+        middle = (low + high) // 2
+        if arcs_within(middle) >= needed:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+class LoadSpreadingPolicy:
+    """Balance running tasks across machines, within and across rounds (see the module
+    docstring)."""
+
+    def __init__(self) -> None:
+        # Spread and level classes of the current round, made when first needed in a round
+        # (`round_started` drops them).
+        self._plans: dict[EquivClassId, SpreadPlan] | None = None
+        self._levels: dict[EquivClassId, tuple[SpreadPlan, int]] = {}
+
+    @hookimpl
+    def round_started(self) -> None:
+        """A new round: the plans are made afresh when next needed."""
+        self._plans = None
+
+    def _round_plans(self, cluster: ClusterView) -> dict[EquivClassId, SpreadPlan]:
+        if self._plans is not None:
+            return self._plans
+        waiting = [task for task in cluster.tasks.values() if task.state is TaskState.RUNNABLE]
+        groups = {spread_class(task.selectors): task.selectors for task in waiting}
+        self._plans = {}
+        self._levels = {}
+        for group, selectors in groups.items():
+            machines: list[MachineLoad] = []
+            for machine in cluster.machines.values():
+                stats = cluster.stats(machine.ref)
+                if stats.free_slots > 0 and usable(machine, selectors):
+                    machines.append(MachineLoad(machine.ref, stats.running_tasks, stats.free_slots))
+            cost_cap = cheapest_cost_cap(machines, len(waiting))
+            depth = max((min(m.free, cost_cap - m.running + 1) for m in machines), default=0)
+            plan = SpreadPlan(tuple(machines), cost_cap, max(depth, 0))
+            self._plans[group] = plan
+            for level in range(plan.depth):
+                self._levels[level_class(group, level)] = (plan, level)
+        return self._plans
+
+    @hookimpl
+    def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId]:
+        return (spread_class(task.selectors),)
+
+    @hookimpl
+    def equiv_class_to_equiv_class_arcs(
+        self, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> Sequence[EquivClassId] | None:
+        plan = self._round_plans(cluster).get(equiv_class)
+        if plan is None:
+            return None
+        return [level_class(equiv_class, level) for level in range(plan.depth)]
+
+    @hookimpl
+    def equiv_class_preference_arcs(
+        self, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> Sequence[ResourceRef] | None:
+        if equiv_class in self._round_plans(cluster):
+            return ()  # a spread class reaches machines only through its levels
+        level = self._levels.get(equiv_class)
+        if level is None:
+            return None
+        plan, index = level
+        return plan.level_machines(index)
+
+    @hookimpl
+    def equiv_class_to_resource(
+        self, equiv_class: EquivClassId, resource: ResourceView, cluster: ClusterView
+    ) -> ArcDescriptor | None:
+        self._round_plans(cluster)
+        level = self._levels.get(equiv_class)
+        if level is None:
+            return None
+        _, index = level
+        return ArcDescriptor(resource.stats.running_tasks + index, capacity=1)
