@@ -1,6 +1,7 @@
 """Built-in scheduling policies (cost models) for firmament-py.
 
-Policies are pluggy plugins registered through the ``firmament_py.policies`` entry-point
-group; this package will hold the built-in ones (load-spreading, Quincy, network-aware,
-NoMora, Zoe). It is empty until the policy SDK lands; see ``README.md`` beside this file.
+Each module is one policy, a pluggy plugin written only against `firmament_py.sdk` and
+registered through the `firmament_py.policies` entry-point group like any third-party policy:
+trivial, random, load-spreading, cpu-mem, quincy, network-aware. See `README.md` beside this
+file for what each does.
 """
