@@ -354,6 +354,23 @@ def test_events_during_a_round_are_queued_and_moot_decisions_skipped() -> None:
         check_consistent(s)
 
 
+def test_a_round_in_two_halves_queues_what_arrives_in_between() -> None:
+    with Scheduler(Plain()) as s:
+        feed(s, [machine("m0", slots=1), task(1)])
+        pending = s.start_round()
+        (decision,) = pending.decisions
+        assert decision.kind is DeltaKind.PLACE
+        assert s.state.tasks[1].state is TaskState.RUNNABLE  # decided, not applied
+        assert s.handle(TaskFailed(time=1, task_id=1)) is None
+        with pytest.raises(RuntimeError, match="already running"):
+            s.start_round()
+        result = s.finish_round(pending)
+        assert not result.deltas and [d.decision for d in result.skipped] == [decision]
+        assert s.state.tasks[1].state is TaskState.FAILED
+        with pytest.raises(RuntimeError, match="without a round in progress"):
+            s.finish_round(pending)
+
+
 def test_unknown_ids_and_duplicates_raise_clear_errors_and_change_nothing() -> None:
     with Scheduler(Plain()) as s:
         feed(s, [machine("m0"), task(1)])

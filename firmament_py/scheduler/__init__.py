@@ -9,6 +9,7 @@ from firmament_py.flow.placement import DeltaKind, SchedulingDelta
 from firmament_py.scheduler.graph_manager import ArcType, FlowGraphManager
 from firmament_py.scheduler.scheduler import (
     Decision,
+    PendingRound,
     RejectedEvent,
     RoundResult,
     Scheduler,
@@ -20,6 +21,7 @@ __all__ = [
     "Decision",
     "DeltaKind",
     "FlowGraphManager",
+    "PendingRound",
     "RejectedEvent",
     "RoundResult",
     "Scheduler",

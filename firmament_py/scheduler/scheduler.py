@@ -17,7 +17,9 @@ events (`handle`) and ask for rounds (`run_round`). A round:
    returns. A decision about a task those events finish or remove, or a machine they take
    away, is skipped (`RoundResult.skipped`), not applied and then undone.
 
-`handle` may be called from another thread while a round runs: the event is queued (and
+`run_round` is `start_round` (steps 1-4) then `finish_round` (steps 5-6); a simulator calls the
+two halves itself to deliver, in between, the events that arrive during the round's simulated
+duration. `handle` may be called from another thread while a round runs: the event is queued (and
 `handle` returns None); otherwise it is applied at once and its transitions returned. An event
 the cluster state refuses raises `ClusterError` when applied at once; a queued one that is
 refused is reported in the next `RoundResult.rejected_events`. Nothing is ever half-applied.
@@ -51,7 +53,14 @@ from firmament_py.sdk.manager import PolicyError, PolicyManager, load_policy
 from firmament_py.solvers.base import FlowSolver
 from firmament_py.solvers.registry import make_solver
 
-__all__ = ["Decision", "RejectedEvent", "RoundResult", "Scheduler", "UnappliedDecision"]
+__all__ = [
+    "Decision",
+    "PendingRound",
+    "RejectedEvent",
+    "RoundResult",
+    "Scheduler",
+    "UnappliedDecision",
+]
 
 DEFAULT_POLICY = "trivial"
 DEFAULT_SOLVER = "cost-scaling"
@@ -74,6 +83,20 @@ class RejectedEvent:
 
     event: ClusterEvent
     reason: str
+
+
+@dataclass(frozen=True)
+class PendingRound:
+    """A round that has decided but not yet applied its decisions (`Scheduler.start_round`).
+    `timings` holds the deciding half's wall-clock seconds (see `RoundResult`)."""
+
+    time: Time
+    decisions: tuple[Decision, ...]
+    task_errors: tuple[PolicyError, ...]
+    cost: int
+    algorithm: str
+    graph_changes: int
+    timings: Mapping[str, float]
 
 
 @dataclass(frozen=True)
@@ -197,6 +220,13 @@ class Scheduler:
         SolverError if the policy or the solver fails; then no decision is applied, the events
         queued meanwhile are, and the next round starts from where this one left off.
         """
+        return self.finish_round(self.start_round(time))
+
+    def start_round(self, time: Time | None = None) -> PendingRound:
+        """The first half of `run_round`: update the graph, solve, and decide, but apply
+        nothing yet. Until `finish_round`, events given to `handle` are queued, as they are
+        while a solver runs; a simulator uses this to deliver the events that arrive during
+        the round's (simulated) duration. Raises as `run_round` does."""
         with self._lock:
             if self._in_round:
                 raise RuntimeError("a scheduling round is already running")
@@ -219,33 +249,51 @@ class Scheduler:
         except BaseException:
             self._end_round()
             raise
-        applied, refused, skipped, transitions, rejected = self._end_round(decisions)
-        finished = wallclock.perf_counter()
-        self.rounds += 1
-        states = [task.state for task in self.state.tasks.values()]
-        return RoundResult(
+        return PendingRound(
             time=round_time,
-            deltas=tuple(applied),
-            refused=tuple(refused),
-            skipped=tuple(skipped),
-            rejected_events=tuple(rejected),
+            decisions=tuple(decisions),
             task_errors=tuple(task_errors),
-            transitions=tuple(transitions),
             cost=result.cost,
             algorithm=result.algorithm,
-            graph_nodes=manager.graph.num_nodes,
-            graph_arcs=manager.graph.num_arcs,
             graph_changes=changes,
-            waiting_tasks=sum(1 for s in states if s is TaskState.RUNNABLE),
-            running_tasks=sum(1 for s in states if s is TaskState.RUNNING),
             timings={
                 "update_seconds": updated - started,
                 "solve_seconds": solved - updated,
                 "solver_seconds": result.wall_time,
                 "extract_seconds": extracted - solved,
-                "apply_seconds": finished - extracted,
-                "total_seconds": finished - started,
+                "decide_seconds": extracted - started,
             },
+        )
+
+    def finish_round(self, pending: PendingRound) -> RoundResult:
+        """The second half of `run_round`: apply `pending`'s decisions, then the events queued
+        since `start_round`, and report."""
+        if not self._in_round:
+            raise RuntimeError("finish_round without a round in progress")
+        started = wallclock.perf_counter()
+        applied, refused, skipped, transitions, rejected = self._end_round(list(pending.decisions))
+        finished = wallclock.perf_counter()
+        self.rounds += 1
+        states = [task.state for task in self.state.tasks.values()]
+        timings = dict(pending.timings)
+        timings["apply_seconds"] = finished - started
+        timings["total_seconds"] = timings.pop("decide_seconds") + timings["apply_seconds"]
+        return RoundResult(
+            time=pending.time,
+            deltas=tuple(applied),
+            refused=tuple(refused),
+            skipped=tuple(skipped),
+            rejected_events=tuple(rejected),
+            task_errors=pending.task_errors,
+            transitions=tuple(transitions),
+            cost=pending.cost,
+            algorithm=pending.algorithm,
+            graph_nodes=self.graph_manager.graph.num_nodes,
+            graph_arcs=self.graph_manager.graph.num_arcs,
+            graph_changes=pending.graph_changes,
+            waiting_tasks=sum(1 for s in states if s is TaskState.RUNNABLE),
+            running_tasks=sum(1 for s in states if s is TaskState.RUNNING),
+            timings=timings,
         )
 
     def run_until_quiet(
