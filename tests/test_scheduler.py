@@ -411,6 +411,30 @@ def test_a_hook_failing_for_one_task_leaves_only_that_task_out() -> None:
         s.state.validate()
 
 
+def test_a_task_whose_repricing_fails_is_left_out_alone() -> None:
+    class FailsLater:
+        @hookimpl
+        def task_to_unscheduled(self, task: TaskView, cluster: ClusterView) -> None:
+            if task.task_id == 1 and cluster.now > 0:
+                raise RuntimeError("pricing backend down")
+
+    with Scheduler(FailsLater()) as s:
+        feed(s, [machine("m0", slots=1), task(0)])
+        s.run_round()  # task 0 takes the only slot
+        feed(s, [task(1), task(2)])
+        s.run_round()  # 1 and 2 join the graph, waiting
+        later = s.run_round(SECOND)  # and are priced again: 1 fails
+        (error,) = later.task_errors
+        assert "pricing backend down" in str(error)
+        assert s.graph_manager.task_node(1) is None and s.graph_manager.task_node(2) is not None
+        s.handle(
+            TaskCompleted(time=SECOND, task_id=next(iter(s.state.machines["m0"].running_task_ids)))
+        )
+        again = s.run_round(2 * SECOND)
+        assert len(again.task_errors) == 1
+        assert {d.task for d in again.deltas} <= {0, 2} and again.count(DeltaKind.PLACE) == 1
+
+
 def test_a_failing_resource_hook_fails_the_round_and_the_next_one_recovers() -> None:
     class Flaky:
         broken = True

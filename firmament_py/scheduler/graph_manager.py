@@ -259,13 +259,18 @@ class FlowGraphManager:
                 errors.append(error)
                 self._remove_task(task_id, notify=False)
                 still_changed[task_id] = None
-        for task_id in self._waiting:
-            if task_id not in changed:
-                self._price_waiting(self.state.tasks[task_id])
+        priced = [(task_id, self._price_waiting) for task_id in self._waiting]
         if self.policy.preemption_enabled:
-            for task_id in self._running:
-                if task_id not in changed:
-                    self._price_running(self.state.tasks[task_id])
+            priced += [(task_id, self._price_running) for task_id in self._running]
+        for task_id, price in priced:
+            if task_id in changed:
+                continue
+            try:
+                price(self.state.tasks[task_id])
+            except PolicyError as error:
+                errors.append(error)
+                self._remove_task(task_id, notify=False)
+                still_changed[task_id] = None
         self._changed = still_changed
         return errors
 
