@@ -65,6 +65,15 @@ The rules:
   cluster view, and change nothing but the policy's own caches.
 * Notifications are called on every plugin that implements them and return nothing; they are
   where a policy keeps the caches its answers need.
+
+When the scheduler asks (so an answer that depends on something else goes stale until then):
+`round_started` and the statistics every round; topology and leaf-to-sink arcs when the
+statistics of the resources they join change; a task's classes, preferences and their arcs
+when the task changes (submitted, placed, evicted, migrated, updated) and for every task when a
+machine joins, leaves or changes labels; `task_to_unscheduled` every round for every waiting
+task, and continuation and preemption every round for running tasks when preemption is on;
+every class's arcs every round; `unscheduled_to_sink` every round. So an answer that depends on
+the waiting tasks or on time belongs on a class's arcs (asked every round), not on a machine's.
 """
 
 from __future__ import annotations
