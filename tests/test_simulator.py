@@ -145,13 +145,25 @@ def test_waiting_tasks_get_periodic_rounds_until_the_end() -> None:
     assert lives[2][0] is None  # task 1 never ends, so task 2 never runs
 
 
-def test_bad_workload_items_are_counted_not_applied() -> None:
-    sim, _ = simulate(
-        [machine("m0"), machine("m0"), arrival(1, 0, S), TaskRemoved(time=S, task_id=7)]
+@pytest.mark.parametrize("accounting", [Accounting.NONE, Accounting.ROUND])
+def test_bad_workload_items_are_counted_not_applied(accounting: Accounting) -> None:
+    # Under Accounting.ROUND the duplicate at 1 µs arrives during the first round (queued).
+    sim, lives = simulate(
+        [
+            machine("m0"),
+            machine("m0"),
+            arrival(1, 0, S),
+            arrival(1, 1, 5 * S),
+            TaskRemoved(time=S, task_id=7),
+        ],
+        accounting=accounting,
     )
-    assert sim.result.rejected_events == 2
+    assert sim.result.rejected_events == 3
     assert "already exists" in sim.result.rejections[0]
-    assert "unknown task 7" in sim.result.rejections[1]
+    assert "task 1 already exists" in sim.result.rejections[1]
+    assert "unknown task 7" in sim.result.rejections[2]
+    assert list(lives) == [1] and lives[1][2] == "completed"
+    assert sim.result.tasks[1].runtime == S
 
 
 def test_workloads_out_of_time_order_are_refused() -> None:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from firmament_py.model.errors import ClusterError
-from firmament_py.model.events import TaskCompleted
+from firmament_py.model.events import TaskCompleted, TaskSubmitted
 from firmament_py.model.ids import JobId, MachineId, TaskId, Time
 from firmament_py.model.states import TaskState, TaskTransition, TransitionCause
 from firmament_py.scheduler import DeltaKind, RoundResult, Scheduler
@@ -96,7 +96,11 @@ class SimulationConfig:
 
 @dataclass
 class TaskRecord:
-    """One task's life in the simulation (times in µs; None: did not happen)."""
+    """One task's life in the simulation (times in µs; None: did not happen).
+
+    `machine_id` is the last machine it ran on; `finish_time` when it left the cluster
+    (completed, failed or removed, whether or not it ever ran); `end_state` a `TaskState` value
+    or "removed"."""
 
     task_id: TaskId
     job_id: JobId
@@ -120,11 +124,14 @@ class TaskRecord:
 @dataclass(frozen=True)
 class RoundRecord:
     """One scheduling round, as Firmament's scheduler_events rows: when it started, how long it
-    took in simulated time, its wall-clock timings, what it decided, and the cluster after it."""
+    took in simulated time, which algorithm answered (a race's winner), its wall-clock timings
+    (`round_seconds` is the whole round, applying decisions included), what it decided, and the
+    cluster after it (`machines` and their `slots`)."""
 
     index: int
     start: Time
     duration: Time
+    algorithm: str
     algorithm_seconds: float
     solver_seconds: float
     round_seconds: float
@@ -141,6 +148,8 @@ class RoundRecord:
     graph_arcs: int
     graph_changes: int
     cost: int
+    machines: int
+    slots: int
 
 
 @dataclass
@@ -150,6 +159,7 @@ class SimulationResult:
     policy: str
     algorithm: str
     accounting: Accounting
+    workload: str = ""
     rounds: list[RoundRecord] = field(default_factory=list)
     tasks: dict[TaskId, TaskRecord] = field(default_factory=dict)
     end_time: Time = 0
@@ -173,7 +183,10 @@ class Simulator:
         scheduler: Scheduler,
         workload: Iterable[WorkloadItem],
         config: SimulationConfig | None = None,
+        *,
+        workload_name: str = "",
     ) -> None:
+        """`workload_name` describes the workload in the result (a preset, a trace path)."""
         self.scheduler = scheduler
         self.config = config or SimulationConfig()
         self._workload: Iterator[WorkloadItem] = iter(check_order(workload))
@@ -181,10 +194,12 @@ class Simulator:
         self._runtimes: dict[TaskId, Time | None] = {}
         self._starts: dict[TaskId, int] = {}  # placements so far, to recognise stale completions
         self._start_numbers = itertools.count(1)
+        self._unconfirmed: set[TaskId] = set()  # submissions queued during the current round
         self.result = SimulationResult(
             policy=scheduler.policy.name,
             algorithm=scheduler.solver.algorithm,
             accounting=self.config.accounting,
+            workload=workload_name,
         )
         self._events_since_round = 0
 
@@ -261,6 +276,7 @@ class Simulator:
                 index=len(self.result.rounds),
                 start=start,
                 duration=end - start,
+                algorithm=result.algorithm,
                 algorithm_seconds=timings["solver_seconds"],
                 solver_seconds=timings["solve_seconds"],
                 round_seconds=timings["total_seconds"],
@@ -277,10 +293,13 @@ class Simulator:
                 graph_arcs=result.graph_arcs,
                 graph_changes=result.graph_changes,
                 cost=result.cost,
+                machines=len(self.scheduler.state.machines),
+                slots=sum(m.slots for m in self.scheduler.state.machines.values()),
             )
         )
         for rejected in result.rejected_events:
             self._reject(rejected.event, rejected.reason)
+        self._unconfirmed.clear()
         return result, end
 
     # ------------------------------------------------------------------ events
@@ -293,20 +312,7 @@ class Simulator:
             event: object = TaskCompleted(time=self._queue.now, task_id=item.task_id)
         else:
             self._pull_workload()
-            if isinstance(item, TaskArrival):
-                event = item.submitted
-                self._runtimes[item.submitted.task_id] = item.runtime
-                self.result.tasks.setdefault(
-                    item.submitted.task_id,
-                    TaskRecord(
-                        item.submitted.task_id,
-                        item.submitted.job_id,
-                        item.submitted.time,
-                        item.runtime,
-                    ),
-                )
-            else:
-                event = item
+            event = item.submitted if isinstance(item, TaskArrival) else item
         self.result.events += 1
         self._events_since_round += 1
         try:
@@ -314,10 +320,21 @@ class Simulator:
         except ClusterError as error:
             self._reject(event, str(error))
             return
+        if isinstance(item, TaskArrival) and item.submitted.task_id not in self.result.tasks:
+            submitted = item.submitted
+            self._runtimes[submitted.task_id] = item.runtime
+            self.result.tasks[submitted.task_id] = TaskRecord(
+                submitted.task_id, submitted.job_id, submitted.time, item.runtime
+            )
+            if transitions is None:  # queued: the cluster may still refuse it
+                self._unconfirmed.add(submitted.task_id)
         if transitions is not None:
             self._take_transitions(transitions, placed_at=self._queue.now)
 
     def _reject(self, event: object, reason: str) -> None:
+        if isinstance(event, TaskSubmitted) and event.task_id in self._unconfirmed:
+            del self.result.tasks[event.task_id]  # the cluster never took it
+            self._runtimes.pop(event.task_id, None)
         self.result.rejected_events += 1
         if len(self.result.rejections) < _KEPT_REJECTIONS:
             self.result.rejections.append(f"{event!r}: {reason}")
