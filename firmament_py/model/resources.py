@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from firmament_py.model.ids import check_int64
+from firmament_py.model.ids import INT64_MAX, INT64_MIN, check_int64
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,12 +61,24 @@ class Resources:
     def __add__(self, other: Resources) -> Resources:
         if not isinstance(other, Resources):
             return NotImplemented
-        return Resources(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
+        return _from_checked_sum(
+            self.cpu_millicores + other.cpu_millicores,
+            self.ram_bytes + other.ram_bytes,
+            self.disk_bytes + other.disk_bytes,
+            self.net_rx_bytes_per_s + other.net_rx_bytes_per_s,
+            self.net_tx_bytes_per_s + other.net_tx_bytes_per_s,
+        )
 
     def __sub__(self, other: Resources) -> Resources:
         if not isinstance(other, Resources):
             return NotImplemented
-        return Resources(*(a - b for a, b in zip(self.as_tuple(), other.as_tuple(), strict=True)))
+        return _from_checked_sum(
+            self.cpu_millicores - other.cpu_millicores,
+            self.ram_bytes - other.ram_bytes,
+            self.disk_bytes - other.disk_bytes,
+            self.net_rx_bytes_per_s - other.net_rx_bytes_per_s,
+            self.net_tx_bytes_per_s - other.net_tx_bytes_per_s,
+        )
 
     def fits_within(self, available: Resources) -> bool:
         """True if no dimension of this vector exceeds the same dimension of `available`."""
@@ -103,6 +115,22 @@ class Resources:
             f"{name} {getattr(self, name)} > {getattr(available, name)}"
             for name in self.exceeded_dimensions(available)
         )
+
+
+def _from_checked_sum(cpu: int, ram: int, disk: int, rx: int, tx: int) -> Resources:
+    """The vector of a sum or difference of two valid vectors: every value is an int already,
+    so only the int64 range needs checking. Statistics passes add up thousands of vectors per
+    round, and the full constructor's checks cost four times as much."""
+    for value in (cpu, ram, disk, rx, tx):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(f"resource arithmetic left the int64 range: {value}")
+    result = object.__new__(Resources)
+    object.__setattr__(result, "cpu_millicores", cpu)
+    object.__setattr__(result, "ram_bytes", ram)
+    object.__setattr__(result, "disk_bytes", disk)
+    object.__setattr__(result, "net_rx_bytes_per_s", rx)
+    object.__setattr__(result, "net_tx_bytes_per_s", tx)
+    return result
 
 
 NO_RESOURCES = Resources()

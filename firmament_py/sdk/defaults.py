@@ -28,7 +28,6 @@ from collections.abc import Sequence
 
 from firmament_py.model.ids import EquivClassId
 from firmament_py.model.labels import LabelSelector, matches
-from firmament_py.model.resources import NO_RESOURCES
 from firmament_py.sdk.hookspecs import hookimpl
 from firmament_py.sdk.types import (
     MAX_CAPACITY,
@@ -193,14 +192,7 @@ class FirmamentDefaults:
         machine = resource.machine
         if machine is None:
             return ResourceStats()
-        return ResourceStats(
-            machines=1,
-            slots=machine.slots,
-            running_tasks=len(machine.running_task_ids),
-            capacity=machine.capacity,
-            reserved=machine.reserved,
-            measured_usage=machine.measured_usage or NO_RESOURCES,
-        )
+        return ResourceStats.of_machine(machine)
 
     @hookimpl(trylast=True)
     def gather_stats(self, accumulated: ResourceStats, child_stats: ResourceStats) -> ResourceStats:

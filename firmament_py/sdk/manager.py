@@ -15,7 +15,8 @@ arguments). Built-in policies register through the same group; only the selected
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import pluggy
@@ -131,6 +132,20 @@ def _describe_call(hook: str, arguments: Mapping[str, object]) -> str:
     return f"{hook}({shown})"
 
 
+def _direct_call(method: Callable[..., object]) -> Callable[..., object]:
+    """Call `method` with the keyword arguments its signature names, as pluggy would."""
+    accepted = tuple(inspect.signature(method).parameters)
+
+    def call(**arguments: object) -> object:
+        return method(**{name: arguments[name] for name in accepted})
+
+    return call
+
+
+def _no_answers(**arguments: object) -> list[object]:
+    return []
+
+
 def _is_sequence(value: object) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
@@ -177,7 +192,8 @@ class PolicyManager:
         # Last and trylast: pluggy puts each new trylast implementation at the very end of the
         # calling order, so the defaults are asked after everything the policy implements,
         # its own trylast implementations included (registered first, they would not be).
-        manager.register(FirmamentDefaults(), name=DEFAULTS_PLUGIN_NAME)
+        defaults = FirmamentDefaults()
+        manager.register(defaults, name=DEFAULTS_PLUGIN_NAME)
         unmarked = [
             hook
             for hook in hookspecs.ALL_HOOKS
@@ -192,10 +208,20 @@ class PolicyManager:
             )
         self._plugin_manager = manager
         self._policy = policy
-        self._callers = {hook: getattr(manager.hook, hook) for hook in hookspecs.ALL_HOOKS}
         self._policy_hooks = frozenset(
             caller.name for caller in manager.get_hookcallers(policy) or ()
         )
+        # A hook the policy does not implement has one answer, the defaults': ask them directly
+        # (pluggy's dispatch is most of a hook call's cost, and rounds make 10^5 calls); one it
+        # does not implement among the notifications has nothing to call at all.
+        self._callers: dict[str, Callable[..., object]] = {}
+        for hook in hookspecs.ALL_HOOKS:
+            if hook in self._policy_hooks:
+                self._callers[hook] = getattr(manager.hook, hook)
+            elif hook in hookspecs.ANSWER_HOOKS:
+                self._callers[hook] = _direct_call(getattr(defaults, hook))
+            else:
+                self._callers[hook] = _no_answers
         answer = self._ask("preemption_enabled", {})
         if type(answer) is not bool:
             raise self._wrong("preemption_enabled", {}, answer, "expected a bool")
@@ -226,7 +252,7 @@ class PolicyManager:
 
     def _ask(self, hook: str, arguments: dict[str, object]) -> object:
         try:
-            return cast(object, self._callers[hook](**arguments))
+            return self._callers[hook](**arguments)
         except Exception as exc:
             raise PolicyError(
                 self.name,
