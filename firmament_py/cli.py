@@ -1,5 +1,5 @@
 """The `firmament-py` command line: solve DIMACS flow problems, generate scheduling graphs,
-and list the installed scheduling policies.
+list the installed scheduling policies, and simulate a cluster under a policy.
 
 `solve` behaves like Firmament's solver process: it reads a stream of rounds (a whole problem,
 then incremental changes, each ended by `c EOI`), solves each round from the previous solution,
@@ -13,10 +13,12 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import BinaryIO, TextIO
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from firmament_py import __version__
@@ -30,6 +32,17 @@ from firmament_py.flow.dimacs import (
 from firmament_py.flow.graph import FlowGraphError
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.sdk import PolicyError, available_policies, load_policy
+from firmament_py.sim.google_trace import BadRow, TraceError
+from firmament_py.sim.report import (
+    summarize,
+    summary_table,
+    write_report,
+    write_rounds_csv,
+    write_summary_json,
+    write_tasks_csv,
+)
+from firmament_py.sim.runner import SimulationJob, run_job
+from firmament_py.sim.simulator import Accounting
 from firmament_py.solvers import SolverError, make_solver
 from firmament_py.solvers.optimality import OptimalityError, verify
 
@@ -234,6 +247,152 @@ def policies() -> None:
         hooks = str(len(manager.implemented_hooks))
         table.add_row(name, "yes" if manager.preemption_enabled else "no", hooks, about)
     Console().print(table)
+
+
+@main.command()
+@click.option("--policy", default="trivial", show_default=True, help="An installed policy.")
+@click.option(
+    "--solver", default="cost-scaling", show_default=True, help="relaxation, cost-scaling, race..."
+)
+@click.option(
+    "--synthetic",
+    "preset_name",
+    metavar="PRESET",
+    help="A synthetic workload preset (google, google-1k, google-100, small; the default).",
+)
+@click.option(
+    "--trace",
+    type=click.Path(exists=True, file_okay=False),
+    help="A Google 2011 trace directory (machine_events/, task_events/, ...).",
+)
+@click.option("--machines", type=click.IntRange(1), help="Rescale a synthetic preset.")
+@click.option("--load", type=click.FloatRange(0, min_open=True), help="Synthetic load factor.")
+@click.option("--speedup", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
+@click.option(
+    "--duration",
+    type=click.FloatRange(0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Simulated seconds.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--accounting",
+    type=click.Choice([mode.value for mode in Accounting]),
+    default=Accounting.ALGORITHM.value,
+    show_default=True,
+    help="What a round costs in simulated time (Firmament's solver runtime accounting).",
+)
+@click.option(
+    "--round-interval",
+    type=click.FloatRange(0),
+    default=1.0,
+    show_default=True,
+    help="Seconds between rounds while tasks wait and nothing happens (0: none).",
+)
+@click.option("--machine-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0)
+@click.option("--job-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0)
+@click.option(
+    "--strict", is_flag=True, help="Refuse a trace's first bad row instead of skipping it."
+)
+@click.option(
+    "--requests/--no-requests",
+    default=False,
+    show_default=True,
+    help="Keep the workload's CPU/RAM requests (for cpu-mem, network-aware); without them only "
+    "slots matter, as in Firmament's simulator.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="simulation",
+    show_default=True,
+    help="Where rounds.csv, tasks.csv, summary.json and the plots go.",
+)
+@click.option("--plots/--no-plots", default=True, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
+def simulate(
+    policy: str,
+    solver: str,
+    preset_name: str | None,
+    trace: str | None,
+    machines: int | None,
+    load: float | None,
+    speedup: float,
+    duration: float,
+    seed: int,
+    accounting: str,
+    round_interval: float,
+    machine_fraction: float,
+    job_fraction: float,
+    strict: bool,
+    requests: bool,
+    out: str,
+    plots: bool,
+    quiet: bool,
+) -> None:
+    """Replay a workload against the real scheduler in simulated time; write per-round and
+    per-task CSVs, a JSON summary and plots to --out, and print a summary."""
+    if preset_name is not None and trace is not None:
+        raise click.UsageError("give either --synthetic or --trace, not both")
+    try:
+        job = SimulationJob(
+            policy=policy,
+            solver=solver,
+            synthetic=None if trace is not None else (preset_name or "small"),
+            trace=trace,
+            machines=machines,
+            load=load,
+            speedup=speedup,
+            duration_s=duration,
+            seed=seed,
+            accounting=accounting,
+            round_interval_s=round_interval,
+            machine_fraction=machine_fraction,
+            job_fraction=job_fraction,
+            strict=strict,
+            resource_requests=requests,
+        )
+        job.workload()  # names a bad preset or option before anything runs
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    err = Console(stderr=True)
+    bad_rows: list[BadRow] = []
+    try:
+        with Progress(
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed:,.0f} / {task.total:,.0f} simulated s"),
+            TimeElapsedColumn(),
+            console=err,
+            disable=quiet,
+        ) as bar:
+            task = bar.add_task(f"{policy} / {solver}", total=duration)
+
+            def progress(now: int) -> None:
+                bar.update(task, completed=min(duration, now / 1_000_000))
+
+            result = run_job(job, progress=progress, on_bad_row=bad_rows.append)
+            bar.update(task, completed=duration)
+    except (PolicyError, SolverError, TraceError) as error:
+        raise click.ClickException(str(error)) from None
+    directory = Path(out)
+    if plots:
+        paths = write_report(result, directory)
+    else:
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = [
+            write_rounds_csv(result, directory / "rounds.csv"),
+            write_tasks_csv(result, directory / "tasks.csv"),
+            write_summary_json(summarize(result), directory / "summary.json"),
+        ]
+    for row in bad_rows[:10]:
+        err.print(f"[yellow]bad trace row skipped:[/yellow] {row}", highlight=False)
+    if len(bad_rows) > 10:
+        err.print(f"[yellow]... and {len(bad_rows) - 10} more bad rows[/yellow]")
+    if not quiet:
+        Console().print(summary_table(summarize(result)))
+        err.print(f"wrote {len(paths)} files to {directory}/")
 
 
 if __name__ == "__main__":

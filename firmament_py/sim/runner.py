@@ -1,0 +1,146 @@
+"""One simulation described by plain values, and running it: what the command line, the
+experiments and the parallel sweeps share.
+
+A `SimulationJob` names a policy, a solver and a workload (a synthetic preset or a Google trace
+directory) with the knobs of each, as strings and numbers only, so that a sweep can ship it to
+another process and a results table can show it. `run_job` builds the scheduler and the
+workload, runs the simulator and returns its `SimulationResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from firmament_py.model.ids import Time
+from firmament_py.scheduler import Scheduler
+from firmament_py.sim.google_trace import BadRow, TraceScale, read_google_trace
+from firmament_py.sim.simulator import (
+    MICROSECONDS,
+    Accounting,
+    SimulationConfig,
+    SimulationResult,
+    Simulator,
+)
+from firmament_py.sim.synthetic import SyntheticWorkload, preset
+from firmament_py.sim.workload import WorkloadItem
+
+__all__ = ["SimulationJob", "run_job"]
+
+_SLOTS_ONLY = TraceScale(cpu_millicores=0, ram_bytes=0, disk_bytes=0)
+"""A trace scale under which every request and capacity is zero: only slots matter."""
+
+
+@dataclass(frozen=True)
+class SimulationJob:
+    """Everything one simulation needs. Exactly one of `synthetic` (a preset name from
+    `firmament_py.sim.synthetic.PRESETS`) and `trace` (a directory in the Google 2011 layout)
+    names the workload; `solver_options` go to the solver's constructor (say,
+    `{"arc_prioritisation": False}`); `machines` rescales a synthetic preset, `load` and
+    `speedup` change its intensity (for a trace, `speedup` divides its times and
+    `machine_fraction` / `job_fraction` subsample it). Times are seconds of simulated time.
+
+    `resource_requests` False (the default) drops the workload's CPU and RAM requests and
+    capacities so that only slots matter, as in Firmament's simulator (section 7.1): a policy
+    that prices slots only (trivial, load-spreading, quincy) would otherwise route tasks where
+    the cluster refuses them. Turn it on for the policies that respect requests (cpu-mem,
+    network-aware)."""
+
+    policy: str = "trivial"
+    solver: str = "cost-scaling"
+    solver_options: Mapping[str, Any] = field(default_factory=dict)
+    synthetic: str | None = "google-1k"
+    trace: str | None = None
+    machines: int | None = None
+    load: float | None = None
+    speedup: float = 1.0
+    duration_s: float = 600.0
+    seed: int = 0
+    accounting: str = Accounting.ALGORITHM.value
+    round_interval_s: float = 1.0
+    machine_fraction: float = 1.0
+    job_fraction: float = 1.0
+    strict: bool = False
+    resource_requests: bool = False
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.synthetic is None) == (self.trace is None):
+            raise ValueError("name exactly one workload: a synthetic preset or a trace directory")
+        if self.duration_s <= 0:
+            raise ValueError(f"the duration must be positive, got {self.duration_s} s")
+        if self.round_interval_s < 0:
+            raise ValueError(
+                f"the round interval must not be negative, got {self.round_interval_s}"
+            )
+        if self.speedup <= 0:
+            raise ValueError(f"the speed-up must be positive, got {self.speedup}")
+        Accounting(self.accounting)  # ValueError names an unknown mode
+
+    @property
+    def duration_us(self) -> Time:
+        return round(self.duration_s * MICROSECONDS)
+
+    def describe(self) -> str:
+        """The workload in a few words, for reports."""
+        if self.trace is not None:
+            return (
+                f"trace {self.trace} (machines {self.machine_fraction:g}, jobs "
+                f"{self.job_fraction:g}, speed-up {self.speedup:g})"
+            )
+        parts = [f"synthetic {self.synthetic}", f"seed {self.seed}"]
+        if self.resource_requests:
+            parts.append("with requests")
+        if self.machines is not None:
+            parts.append(f"{self.machines} machines")
+        if self.load is not None:
+            parts.append(f"load {self.load:g}")
+        if self.speedup != 1:
+            parts.append(f"speed-up {self.speedup:g}")
+        return ", ".join(parts)
+
+    def workload(
+        self, on_bad_row: Callable[[BadRow], None] | None = None
+    ) -> Iterable[WorkloadItem]:
+        """The items to replay, made lazily."""
+        if self.trace is not None:
+            return read_google_trace(
+                self.trace,
+                scale=None if self.resource_requests else _SLOTS_ONLY,
+                machine_fraction=self.machine_fraction,
+                job_fraction=self.job_fraction,
+                speedup=self.speedup,
+                strict=self.strict,
+                on_bad_row=on_bad_row,
+                end=round(self.duration_us * self.speedup),
+            )
+        assert self.synthetic is not None
+        changes: dict[str, float | bool] = {"resource_requests": self.resource_requests}
+        if self.load is not None:
+            changes["load"] = self.load
+        if self.speedup != 1:
+            changes["speedup"] = self.speedup
+        spec = preset(self.synthetic, machines=self.machines, **changes)
+        return SyntheticWorkload(spec, self.seed).items(self.duration_us)
+
+    def config(self) -> SimulationConfig:
+        return SimulationConfig(
+            end_time=self.duration_us,
+            accounting=Accounting(self.accounting),
+            round_interval=round(self.round_interval_s * MICROSECONDS),
+        )
+
+
+def run_job(
+    job: SimulationJob,
+    *,
+    progress: Callable[[Time], None] | None = None,
+    on_bad_row: Callable[[BadRow], None] | None = None,
+) -> SimulationResult:
+    """Run `job` to its end and return the result. Raises what the parts raise: ValueError for a
+    bad preset or option, UnknownPolicyError / PolicyError, SolverError, TraceError (strict)."""
+    workload = job.workload(on_bad_row)
+    with Scheduler(job.policy, solver=job.solver, solver_options=job.solver_options) as scheduler:
+        simulator = Simulator(scheduler, workload, job.config(), workload_name=job.describe())
+        return simulator.run(progress)

@@ -1,0 +1,126 @@
+"""`firmament-py simulate` and `SimulationJob`: runs end to end on the bundled trace sample and
+a synthetic preset, writes its files, and names bad arguments and bad input."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import shutil
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from firmament_py.cli import main
+from firmament_py.sim.runner import SimulationJob, run_job
+
+SAMPLE = Path(str(files("firmament_py.sim") / "data" / "google_sample"))
+
+
+def test_the_bundled_trace_sample_is_simulated_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        main,
+        [
+            *("simulate", "--trace", str(SAMPLE), "--duration", "3600", "--accounting", "none"),
+            *("--policy", "load-spreading", "--out", str(out), "--quiet"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["policy"] == "load-spreading" and summary["tasks_submitted"] > 0
+    assert summary["tasks_placed"] > 0 and summary["rounds"] > 0
+    rounds = list(csv.DictReader((out / "rounds.csv").open()))
+    assert len(rounds) == summary["rounds"]
+    assert sorted(p.name for p in out.glob("*.png")) == [
+        "algorithm_runtime_cdf.png",
+        "algorithm_runtime_over_time.png",
+        "placement_latency_cdf.png",
+        "tasks_over_time.png",
+    ]
+
+
+def test_a_synthetic_run_prints_its_summary(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main,
+        [
+            *("simulate", "--synthetic", "small", "--duration", "30", "--accounting", "none"),
+            *("--no-plots", "--out", str(tmp_path / "run")),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "tasks submitted" in result.output and "trivial" in result.output
+    assert not list((tmp_path / "run").glob("*.png"))
+
+
+def test_runs_are_reproducible_without_wall_clock_accounting() -> None:
+    job = SimulationJob(synthetic="small", duration_s=20, accounting="none", seed=3)
+    first, second = run_job(job), run_job(job)
+    assert [r.placed for r in first.rounds] == [r.placed for r in second.rounds]
+    assert {t: r.first_start for t, r in first.tasks.items()} == {
+        t: r.first_start for t, r in second.tasks.items()
+    }
+    assert first.workload == "synthetic small, seed 3"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--synthetic", "small", "--trace", str(SAMPLE)], "not both"),
+        (["--synthetic", "nope"], "unknown synthetic workload preset 'nope'"),
+        (["--policy", "nope"], "no such policy"),
+        (["--duration", "0"], "0"),
+    ],
+)
+def test_bad_arguments_are_named(arguments: list[str], message: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["simulate", "--out", str(tmp_path), *arguments])
+    assert result.exit_code != 0
+    assert message in result.output
+
+
+def test_bad_trace_rows_are_reported_or_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    shutil.copytree(SAMPLE, trace)
+    packed = trace / "task_events" / "part-00001-of-00002.csv.gz"
+    rows = gzip.decompress(packed.read_bytes()).decode().splitlines()
+    packed.unlink()
+    bad_line = 2  # early in the file: the reader stops at the first row after the window
+    (trace / "task_events" / "part-00001-of-00002.csv").write_text(
+        "\n".join([rows[0], "this,is,not,a,task,event", *rows[1:]]) + "\n"
+    )
+    common = ["simulate", "--trace", str(trace), "--accounting", "none", "--no-plots"]
+    common += ["--duration", "1e6"]  # the whole sample
+    lenient = CliRunner().invoke(main, [*common, "--out", str(tmp_path / "a"), "--quiet"])
+    assert lenient.exit_code == 0, lenient.output
+    assert "bad trace row skipped" in lenient.output
+    assert f"part-00001-of-00002.csv:{bad_line}" in lenient.output
+    strict = CliRunner().invoke(main, [*common, "--strict", "--out", str(tmp_path / "b")])
+    assert strict.exit_code != 0
+    assert f"part-00001-of-00002.csv:{bad_line}" in strict.output
+
+
+def test_jobs_name_exactly_one_workload() -> None:
+    with pytest.raises(ValueError, match="exactly one workload"):
+        SimulationJob(synthetic=None, trace=None)
+    with pytest.raises(ValueError, match="exactly one workload"):
+        SimulationJob(synthetic="small", trace="somewhere")
+    with pytest.raises(ValueError, match="'sometimes'"):
+        SimulationJob(accounting="sometimes")
+
+
+def test_slots_only_by_default_and_requests_for_the_policies_that_respect_them() -> None:
+    slots_only = run_job(SimulationJob(synthetic="small", duration_s=30, accounting="none"))
+    assert not any(r.refused for r in slots_only.rounds)
+    with_requests = SimulationJob(
+        policy="cpu-mem",
+        synthetic="small",
+        duration_s=30,
+        accounting="none",
+        resource_requests=True,
+    )
+    result = run_job(with_requests)
+    assert not any(r.refused for r in result.rounds)
+    assert sum(r.placed for r in result.rounds) > 0
+    assert "with requests" in result.workload
