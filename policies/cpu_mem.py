@@ -55,7 +55,6 @@ from firmament_py.sdk import (
     Resources,
     ResourceStats,
     ResourceView,
-    TaskState,
     TaskView,
     hookimpl,
     selector_class,
@@ -156,11 +155,10 @@ class CpuMemPolicy:
     def _round_shapes(self, cluster: ClusterView) -> dict[EquivClassId, RequestShape]:
         if self._shapes is None:
             counts: dict[EquivClassId, tuple[TaskView, int]] = {}
-            for task in cluster.tasks.values():
-                if task.state is TaskState.RUNNABLE:
-                    key = request_class(task.request, task.selectors)
-                    first, count = counts.get(key, (task, 0))
-                    counts[key] = (first, count + 1)
+            for task in cluster.waiting_tasks.values():
+                key = request_class(task.request, task.selectors)
+                first, count = counts.get(key, (task, 0))
+                counts[key] = (first, count + 1)
             self._shapes = {
                 key: RequestShape(task.request, tuple(task.selectors), count)
                 for key, (task, count) in counts.items()

@@ -49,7 +49,6 @@ from firmament_py.sdk import (
     MachineView,
     ResourceRef,
     ResourceView,
-    TaskState,
     TaskView,
     hookimpl,
     selector_class,
@@ -139,7 +138,7 @@ class LoadSpreadingPolicy:
     def _round_plans(self, cluster: ClusterView) -> dict[EquivClassId, SpreadPlan]:
         if self._plans is not None:
             return self._plans
-        waiting = [task for task in cluster.tasks.values() if task.state is TaskState.RUNNABLE]
+        waiting = list(cluster.waiting_tasks.values())
         groups = {spread_class(task.selectors): task.selectors for task in waiting}
         self._plans = {}
         self._levels = {}

@@ -63,7 +63,6 @@ from firmament_py.sdk import (
     Resources,
     ResourceStats,
     ResourceView,
-    TaskState,
     TaskView,
     hookimpl,
     selector_class,
@@ -197,12 +196,11 @@ class NetworkAwarePolicy:
         demands: dict[EquivClassId, int] = {}
         requests: dict[EquivClassId, Resources] = {}
         selectors: dict[EquivClassId, tuple[LabelSelector, ...]] = {}
-        for task in cluster.tasks.values():
-            if task.state is TaskState.RUNNABLE:
-                equiv_class = request_class(task.request, task.selectors)
-                demands[equiv_class] = demands.get(equiv_class, 0) + 1
-                requests[equiv_class] = task.request
-                selectors[equiv_class] = task.selectors
+        for task in cluster.waiting_tasks.values():
+            equiv_class = request_class(task.request, task.selectors)
+            demands[equiv_class] = demands.get(equiv_class, 0) + 1
+            requests[equiv_class] = task.request
+            selectors[equiv_class] = task.selectors
         order = sorted(demands, key=lambda c: (-requests[c].net_rx_bytes_per_s, str(c)))
         shares: dict[EquivClassId, dict[MachineId, int]] = {c: {} for c in order}
         for machine in cluster.machines.values():

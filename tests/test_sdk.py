@@ -452,6 +452,20 @@ def test_views_are_live_and_read_only() -> None:
     assert setup.resource(ResourceRef.rack("r2")).machine is None
 
 
+def test_waiting_tasks_are_the_runnable_ones_in_the_order_they_became_runnable() -> None:
+    setup = Setup(NoPolicy())
+    waiting = setup.cluster.waiting_tasks
+    assert list(waiting) == [2, 3, 4] and len(waiting) == 3  # task 1 runs
+    setup.state.place(2, "m2", time=11 * SECOND)
+    assert list(waiting) == [3, 4] and 2 not in waiting  # a live view
+    with pytest.raises(KeyError):
+        waiting[2]
+    setup.state.preempt(2, time=12 * SECOND)
+    assert list(waiting) == [3, 4, 2]
+    assert waiting[2].task_id == 2 and waiting[2].state is TaskState.RUNNABLE
+    setup.state.validate()
+
+
 def test_stats_of_a_resource_no_pass_reached_raise_lookup_error() -> None:
     state = make_cluster()
     cluster = ClusterView(state, preemption_enabled=False)

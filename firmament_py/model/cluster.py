@@ -21,7 +21,7 @@ manager, the service's replies, the simulator's metrics) consume.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import KeysView, Mapping
 from types import MappingProxyType
 
 from firmament_py.model.entities import Job, Machine, Pod, Rack, Task
@@ -62,6 +62,9 @@ class ClusterState:
         self._now: Time = 0
         self._jobs: dict[JobId, Job] = {}
         self._tasks: dict[TaskId, Task] = {}
+        # The RUNNABLE tasks, in the order they became runnable: rounds and policies ask for
+        # them every round, and scanning every task for them would cost O(all tasks).
+        self._runnable: dict[TaskId, None] = {}
         self._machines: dict[MachineId, Machine] = {}
         self._racks: dict[RackId, Rack] = {}
         self._pods: dict[PodId, Pod] = {}
@@ -122,6 +125,12 @@ class ClusterState:
     def runnable_tasks(self) -> list[Task]:
         """The tasks waiting for a machine, in submission order."""
         return [task for task in self._tasks.values() if task.state is TaskState.RUNNABLE]
+
+    @property
+    def waiting_task_ids(self) -> KeysView[TaskId]:
+        """The ids of the RUNNABLE tasks, in the order they became runnable (a live view,
+        kept as tasks change state, so reading it costs nothing per task that is not waiting)."""
+        return self._runnable.keys()
 
     def placement_problem(self, task_id: TaskId, machine_id: MachineId) -> str | None:
         """Why `place` (for a runnable task) or `migrate` (for a running one) would refuse to
@@ -212,6 +221,7 @@ class ClusterState:
         task = self.task(event.task_id)
         from_machine = self._detach(task) if task.state is TaskState.RUNNING else None
         del self._tasks[task.task_id]
+        self._runnable.pop(task.task_id, None)
         job = self._jobs[task.job_id]
         del job.task_ids[task.task_id]
         if not job.task_ids:
@@ -507,6 +517,10 @@ class ClusterState:
             task.total_run_time += time - task.start_time
         task.state = to_state
         if to_state is TaskState.RUNNABLE:
+            self._runnable[task.task_id] = None
+        elif from_state is TaskState.RUNNABLE:
+            del self._runnable[task.task_id]
+        if to_state is TaskState.RUNNABLE:
             task.runnable_since = time
         elif to_state is TaskState.RUNNING:
             task.start_time = time
@@ -532,6 +546,11 @@ class ClusterState:
                     problems.append(f"job {job.job_id!r} lists task {task_id}, not its own")
         for task in self._tasks.values():
             problems.extend(self._task_violations(task))
+        runnable = {t.task_id for t in self._tasks.values() if t.state is TaskState.RUNNABLE}
+        if set(self._runnable) != runnable:
+            problems.append(
+                f"the index of waiting tasks lists {sorted(set(self._runnable) ^ runnable)} wrongly"
+            )
         for machine in self._machines.values():
             problems.extend(self._machine_violations(machine))
         for rack in self._racks.values():

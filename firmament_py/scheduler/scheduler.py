@@ -47,7 +47,7 @@ from firmament_py.model.events import (
     TaskUpdated,
 )
 from firmament_py.model.ids import MachineId, TaskId, Time
-from firmament_py.model.states import TaskState, TaskTransition
+from firmament_py.model.states import TaskTransition
 from firmament_py.scheduler.graph_manager import FlowGraphManager
 from firmament_py.sdk.manager import PolicyError, PolicyManager, load_policy
 from firmament_py.solvers.base import FlowSolver
@@ -274,7 +274,6 @@ class Scheduler:
         applied, refused, skipped, transitions, rejected = self._end_round(list(pending.decisions))
         finished = wallclock.perf_counter()
         self.rounds += 1
-        states = [task.state for task in self.state.tasks.values()]
         timings = dict(pending.timings)
         timings["apply_seconds"] = finished - started
         timings["total_seconds"] = timings.pop("decide_seconds") + timings["apply_seconds"]
@@ -291,8 +290,8 @@ class Scheduler:
             graph_nodes=self.graph_manager.graph.num_nodes,
             graph_arcs=self.graph_manager.graph.num_arcs,
             graph_changes=pending.graph_changes,
-            waiting_tasks=sum(1 for s in states if s is TaskState.RUNNABLE),
-            running_tasks=sum(1 for s in states if s is TaskState.RUNNING),
+            waiting_tasks=len(self.state.waiting_task_ids),
+            running_tasks=sum(len(m.running_task_ids) for m in self.state.machines.values()),
             timings=timings,
         )
 

@@ -519,6 +519,29 @@ class _ViewMapping(Mapping[K, V], Generic[K, E, V]):
         return key in self._entities
 
 
+class _WaitingTasks(Mapping[TaskId, Task]):
+    """The cluster's RUNNABLE tasks by id, through its index of them."""
+
+    __slots__ = ("_state",)
+
+    def __init__(self, state: ClusterState) -> None:
+        self._state = state
+
+    def __getitem__(self, key: TaskId) -> Task:
+        if key not in self._state.waiting_task_ids:
+            raise KeyError(key)
+        return self._state.tasks[key]
+
+    def __iter__(self) -> Iterator[TaskId]:
+        return iter(self._state.waiting_task_ids)
+
+    def __len__(self) -> int:
+        return len(self._state.waiting_task_ids)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._state.waiting_task_ids
+
+
 class ClusterView:
     """What a policy may know about the cluster: every task, job, machine, rack and pod (as
     read-only views), the current time, the resources' statistics, and whether the graph is
@@ -563,6 +586,12 @@ class ClusterView:
     def tasks(self) -> Mapping[TaskId, TaskView]:
         """Tasks in any state until removed, in submission order."""
         return _ViewMapping(self._state.tasks, TaskView)
+
+    @property
+    def waiting_tasks(self) -> Mapping[TaskId, TaskView]:
+        """The RUNNABLE tasks, in the order they became runnable; cheap to read every round
+        (the cluster keeps this index), unlike filtering `tasks`."""
+        return _ViewMapping(_WaitingTasks(self._state), TaskView)
 
     @property
     def jobs(self) -> Mapping[JobId, JobView]:
