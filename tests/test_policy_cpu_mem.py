@@ -32,11 +32,11 @@ from firmament_py.scheduler import Scheduler
 from firmament_py.sdk import (
     ArcDescriptor,
     EquivClassId,
-    PolicyManager,
     ResourceRef,
     ResourceStats,
     load_policy,
 )
+from firmament_py.sdk.testing import PolicyHarness
 
 GIB = 1 << 30
 ZONE_B = LabelSelector.equals("zone", "b")
@@ -94,16 +94,11 @@ def machine_stats(cpu: int, ram_gib: int, *, used_cpu: int = 0, used_gib: int = 
     )
 
 
-class Hooks:
-    """The policy behind its manager, over a cluster state, at the start of a round
-    (`round_started`, then a statistics pass)."""
+class Hooks(PolicyHarness):
+    """The policy over a cluster state, in a round, with shortcuts to its answers."""
 
     def __init__(self, state: ClusterState) -> None:
-        self.manager = PolicyManager(CpuMemPolicy(), name="cpu-mem")
-        self.stats: dict[ResourceRef, ResourceStats] = {}
-        self.cluster = self.manager.cluster_view(state, self.stats)
-        self.manager.round_started(cluster=self.cluster)
-        self.stats.update(self.manager.statistics_pass(self.cluster))
+        super().__init__(CpuMemPolicy(), state, name="cpu-mem")
 
     def task_class(self, task_id: int) -> EquivClassId:
         (equiv_class,) = self.manager.task_equiv_classes(

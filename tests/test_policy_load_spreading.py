@@ -31,12 +31,11 @@ from firmament_py.sdk import (
     MAX_CAPACITY,
     ArcDescriptor,
     EquivClassId,
-    PolicyManager,
     ResourceRef,
-    ResourceStats,
     load_policy,
     selector_class,
 )
+from firmament_py.sdk.testing import PolicyHarness
 
 SECOND = 1_000_000
 MACHINE = Resources(cpu_millicores=64_000, ram_bytes=256 << 30)
@@ -69,16 +68,11 @@ def submit(
         state.apply(TaskSubmitted(time=time, task_id=task_id, job_id="j", selectors=selectors))
 
 
-class Hooks:
-    """The policy behind its manager, over a cluster state, at the start of a round
-    (`round_started`, then a statistics pass)."""
+class Hooks(PolicyHarness):
+    """The policy over a cluster state, in a round, with shortcuts to its answers."""
 
     def __init__(self, state: ClusterState) -> None:
-        self.manager = PolicyManager(LoadSpreadingPolicy(), name="load-spreading")
-        self.stats: dict[ResourceRef, ResourceStats] = {}
-        self.cluster = self.manager.cluster_view(state, self.stats)
-        self.manager.round_started(cluster=self.cluster)
-        self.stats.update(self.manager.statistics_pass(self.cluster))
+        super().__init__(LoadSpreadingPolicy(), state, name="load-spreading")
 
     def levels(self, group: str) -> tuple[EquivClassId, ...]:
         return self.manager.equiv_class_to_equiv_class_arcs(equiv_class=group, cluster=self.cluster)
@@ -151,8 +145,7 @@ def test_levels_follow_the_statistics_of_each_round() -> None:
     # Until the next round the answers stay those of this round.
     assert hooks.machines("spread#1") == ["m1"]
     assert hooks.arc("spread#1", "m1") == ArcDescriptor(1, capacity=1)
-    hooks.manager.round_started(cluster=hooks.cluster)
-    hooks.stats.update(hooks.manager.statistics_pass(hooks.cluster))
+    hooks.new_round()
     assert hooks.levels(SPREAD_CLASS) == ("spread#0",)
     assert hooks.machines("spread#0") == ["m0"]
     assert hooks.machines("spread#1") == []  # no longer a level: left to the defaults

@@ -30,10 +30,9 @@ from firmament_py.sdk import (
     ArcDescriptor,
     EquivClassId,
     PolicyManager,
-    ResourceRef,
-    ResourceStats,
     load_policy,
 )
+from firmament_py.sdk.testing import PolicyHarness
 
 MB = 10**6  # bytes per second in one MB/s
 SECOND = 1_000_000
@@ -43,20 +42,12 @@ def rx(mb_per_s: int) -> Resources:
     return Resources(net_rx_bytes_per_s=mb_per_s * MB)
 
 
-class Hooks:
-    """A cluster state, the policy's manager and a view after a fresh statistics pass."""
+class Hooks(PolicyHarness):
+    """The policy over a cluster state, in a round, with shortcuts to its answers."""
 
     def __init__(self, state: ClusterState, manager: PolicyManager | None = None) -> None:
-        self.manager = manager or PolicyManager(NetworkAwarePolicy(), name="network-aware")
-        self.state = state
-        self.stats: dict[ResourceRef, ResourceStats] = {}
-        self.cluster = self.manager.cluster_view(state, self.stats)
-        self.new_round()
-
-    def new_round(self) -> None:
-        self.stats.clear()
-        self.manager.round_started(cluster=self.cluster)
-        self.stats.update(self.manager.statistics_pass(self.cluster))
+        policy = manager or PolicyManager(NetworkAwarePolicy(), name="network-aware")
+        super().__init__(policy, state)
 
     def arcs(self, equiv_class: EquivClassId) -> dict[str, ArcDescriptor]:
         """The class's arcs, by machine."""

@@ -31,12 +31,11 @@ from firmament_py.scheduler import DeltaKind, Scheduler
 from firmament_py.sdk import (
     ArcDescriptor,
     PolicyError,
-    PolicyManager,
     ResourceRef,
-    ResourceStats,
     load_policy,
     selector_class,
 )
+from firmament_py.sdk.testing import PolicyHarness
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -57,23 +56,12 @@ RACK_COSTS = {"r1": 680, "r2": 1320}
 CLUSTER_COST = 2000
 
 
-class Hooks:
-    """A cluster state, a policy manager over it and a view with a fresh statistics pass: what
-    the scheduler's graph manager holds when it asks the hooks."""
+class Hooks(PolicyHarness):
+    """The policy over a cluster state, in a round, with shortcuts to its answers: what the
+    scheduler's graph manager holds when it asks the hooks."""
 
     def __init__(self, policy: object, state: ClusterState) -> None:
-        self.manager = (
-            policy if isinstance(policy, PolicyManager) else PolicyManager(policy, name="quincy")
-        )
-        self.state = state
-        self.stats: dict[ResourceRef, ResourceStats] = {}
-        self.cluster = self.manager.cluster_view(state, self.stats)
-        self.new_round()
-
-    def new_round(self) -> None:
-        self.stats.clear()
-        self.manager.round_started(cluster=self.cluster)
-        self.stats.update(self.manager.statistics_pass(self.cluster))
+        super().__init__(policy, state, name="quincy")
 
     def preferences(self, task_id: int) -> dict[ResourceRef, int]:
         """The task's preference arcs and their costs."""

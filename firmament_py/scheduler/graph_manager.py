@@ -168,8 +168,9 @@ class FlowGraphManager:
         self.policy.round_started(cluster=self.cluster)
         if self._sync_resources():
             self._rebuild_all = True
+        statistics = self.policy.statistics_pass(self.cluster)  # sees the previous pass's
         self._stats.clear()
-        self._stats.update(self.policy.statistics_pass(self.cluster))
+        self._stats.update(statistics)
         self._refresh_resources()
         errors = self._update_tasks(rebuild_all=self._rebuild_all)
         self._rebuild_all = False
