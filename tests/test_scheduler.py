@@ -541,6 +541,24 @@ def test_new_machine_labels_make_every_task_ask_again_for_its_preferences() -> N
         assert preference_targets(s) == [s.graph_manager.machine_node("m0")]
 
 
+def test_the_statistics_pass_sees_the_previous_passs_statistics() -> None:
+    seen: list[int | None] = []
+
+    class Remembers:
+        @hookimpl
+        def prepare_stats(self, resource: ResourceView) -> None:
+            try:
+                seen.append(resource.stats.running_tasks)
+            except LookupError:
+                seen.append(None)
+
+    with Scheduler(Remembers()) as s:
+        feed(s, [machine("m0"), task(1)])
+        s.run_round()  # the first pass: nothing before it; task 1 is placed after it
+        s.run_round()
+    assert seen[::3] == [None, 0]  # the machine's entries (then its rack's and pod's)
+
+
 def test_policies_are_selected_by_name_with_clear_errors() -> None:
     from firmament_py.sdk import UnknownPolicyError
 
