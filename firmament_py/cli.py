@@ -13,8 +13,9 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO, TypeVar
 
 import click
 from rich.console import Console
@@ -47,6 +48,8 @@ from firmament_py.solvers import SolverError, make_solver
 from firmament_py.solvers.optimality import OptimalityError, verify
 
 ALGORITHMS = ["relax", "relaxation", "cost-scaling", "ssp", "race"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @click.group()
@@ -249,59 +252,102 @@ def policies() -> None:
     Console().print(table)
 
 
+_WORKLOAD_OPTIONS = [
+    click.option(
+        "--synthetic",
+        "preset_name",
+        metavar="PRESET",
+        help="A synthetic workload preset (google, google-1k, google-100, small; the default).",
+    ),
+    click.option(
+        "--trace",
+        type=click.Path(exists=True, file_okay=False),
+        help="A Google 2011 trace directory (machine_events/, task_events/, ...).",
+    ),
+    click.option("--machines", type=click.IntRange(1), help="Rescale a synthetic preset."),
+    click.option("--load", type=click.FloatRange(0, min_open=True), help="Synthetic load factor."),
+    click.option(
+        "--speedup", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True
+    ),
+    click.option(
+        "--duration",
+        type=click.FloatRange(0, min_open=True),
+        default=600.0,
+        show_default=True,
+        help="Simulated seconds.",
+    ),
+    click.option("--seed", type=int, default=0, show_default=True),
+    click.option(
+        "--accounting",
+        type=click.Choice([mode.value for mode in Accounting]),
+        default=Accounting.ALGORITHM.value,
+        show_default=True,
+        help="What a round costs in simulated time (Firmament's solver runtime accounting).",
+    ),
+    click.option(
+        "--round-interval",
+        type=click.FloatRange(0),
+        default=1.0,
+        show_default=True,
+        help="Seconds between rounds while tasks wait and nothing happens (0: none).",
+    ),
+    click.option("--machine-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0),
+    click.option("--job-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0),
+    click.option(
+        "--strict", is_flag=True, help="Refuse a trace's first bad row instead of skipping it."
+    ),
+    click.option(
+        "--requests/--no-requests",
+        default=False,
+        show_default=True,
+        help="Keep the workload's CPU/RAM requests (for cpu-mem, network-aware); without them "
+        "only slots matter, as in Firmament's simulator.",
+    ),
+]
+
+
+def _workload_options(command: F) -> F:
+    """The options that describe a simulation's workload, shared by `simulate` and `sweep`."""
+    for option in reversed(_WORKLOAD_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _base_job(policy: str, solver: str, workload: dict[str, Any]) -> SimulationJob:
+    """The `SimulationJob` the workload options describe; UsageError names what is wrong."""
+    preset_name, trace = workload["preset_name"], workload["trace"]
+    if preset_name is not None and trace is not None:
+        raise click.UsageError("give either --synthetic or --trace, not both")
+    try:
+        job = SimulationJob(
+            policy=policy,
+            solver=solver,
+            synthetic=None if trace is not None else (preset_name or "small"),
+            trace=trace,
+            machines=workload["machines"],
+            load=workload["load"],
+            speedup=workload["speedup"],
+            duration_s=workload["duration"],
+            seed=workload["seed"],
+            accounting=workload["accounting"],
+            round_interval_s=workload["round_interval"],
+            machine_fraction=workload["machine_fraction"],
+            job_fraction=workload["job_fraction"],
+            strict=workload["strict"],
+            resource_requests=workload["requests"],
+        )
+        job.workload()  # names a bad preset or option before anything runs
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    return job
+
+
 @main.command()
 @click.option("--policy", default="trivial", show_default=True, help="An installed policy.")
 @click.option(
     "--solver", default="cost-scaling", show_default=True, help="relaxation, cost-scaling, race..."
 )
-@click.option(
-    "--synthetic",
-    "preset_name",
-    metavar="PRESET",
-    help="A synthetic workload preset (google, google-1k, google-100, small; the default).",
-)
-@click.option(
-    "--trace",
-    type=click.Path(exists=True, file_okay=False),
-    help="A Google 2011 trace directory (machine_events/, task_events/, ...).",
-)
-@click.option("--machines", type=click.IntRange(1), help="Rescale a synthetic preset.")
-@click.option("--load", type=click.FloatRange(0, min_open=True), help="Synthetic load factor.")
-@click.option("--speedup", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True)
-@click.option(
-    "--duration",
-    type=click.FloatRange(0, min_open=True),
-    default=600.0,
-    show_default=True,
-    help="Simulated seconds.",
-)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--accounting",
-    type=click.Choice([mode.value for mode in Accounting]),
-    default=Accounting.ALGORITHM.value,
-    show_default=True,
-    help="What a round costs in simulated time (Firmament's solver runtime accounting).",
-)
-@click.option(
-    "--round-interval",
-    type=click.FloatRange(0),
-    default=1.0,
-    show_default=True,
-    help="Seconds between rounds while tasks wait and nothing happens (0: none).",
-)
-@click.option("--machine-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0)
-@click.option("--job-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0)
-@click.option(
-    "--strict", is_flag=True, help="Refuse a trace's first bad row instead of skipping it."
-)
-@click.option(
-    "--requests/--no-requests",
-    default=False,
-    show_default=True,
-    help="Keep the workload's CPU/RAM requests (for cpu-mem, network-aware); without them only "
-    "slots matter, as in Firmament's simulator.",
-)
+@_workload_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
@@ -311,51 +357,11 @@ def policies() -> None:
 )
 @click.option("--plots/--no-plots", default=True, show_default=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
-def simulate(
-    policy: str,
-    solver: str,
-    preset_name: str | None,
-    trace: str | None,
-    machines: int | None,
-    load: float | None,
-    speedup: float,
-    duration: float,
-    seed: int,
-    accounting: str,
-    round_interval: float,
-    machine_fraction: float,
-    job_fraction: float,
-    strict: bool,
-    requests: bool,
-    out: str,
-    plots: bool,
-    quiet: bool,
-) -> None:
+def simulate(policy: str, solver: str, out: str, plots: bool, quiet: bool, **workload: Any) -> None:
     """Replay a workload against the real scheduler in simulated time; write per-round and
     per-task CSVs, a JSON summary and plots to --out, and print a summary."""
-    if preset_name is not None and trace is not None:
-        raise click.UsageError("give either --synthetic or --trace, not both")
-    try:
-        job = SimulationJob(
-            policy=policy,
-            solver=solver,
-            synthetic=None if trace is not None else (preset_name or "small"),
-            trace=trace,
-            machines=machines,
-            load=load,
-            speedup=speedup,
-            duration_s=duration,
-            seed=seed,
-            accounting=accounting,
-            round_interval_s=round_interval,
-            machine_fraction=machine_fraction,
-            job_fraction=job_fraction,
-            strict=strict,
-            resource_requests=requests,
-        )
-        job.workload()  # names a bad preset or option before anything runs
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
+    job = _base_job(policy, solver, workload)
+    duration = job.duration_s
     err = Console(stderr=True)
     bad_rows: list[BadRow] = []
     try:
