@@ -1,5 +1,6 @@
 """The `firmament-py` command line: solve DIMACS flow problems, generate scheduling graphs,
-list the installed scheduling policies, and simulate a cluster under a policy.
+list the installed scheduling policies, simulate a cluster under a policy, and sweep a grid of
+simulations in parallel.
 
 `solve` behaves like Firmament's solver process: it reads a stream of rounds (a whole problem,
 then incremental changes, each ended by `c EOI`), solves each round from the previous solution,
@@ -44,6 +45,7 @@ from firmament_py.sim.report import (
 )
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting
+from firmament_py.sim.sweep import DEFAULT_METRIC, check_metric, parse_sweep_arguments, run_sweep
 from firmament_py.solvers import SolverError, make_solver
 from firmament_py.solvers.optimality import OptimalityError, verify
 
@@ -399,6 +401,82 @@ def simulate(policy: str, solver: str, out: str, plots: bool, quiet: bool, **wor
     if not quiet:
         Console().print(summary_table(summarize(result)))
         err.print(f"wrote {len(paths)} files to {directory}/")
+
+
+@main.command()
+@click.option("--policy", "policies", multiple=True, help="A policy to sweep (repeatable).")
+@click.option("--solver", "solvers", multiple=True, help="A solver to sweep (repeatable).")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME=V1,V2",
+    help="One more axis: a SimulationJob field and its values (repeatable), e.g. load=0.5,1.",
+)
+@click.option("--seeds", type=click.IntRange(1), default=1, show_default=True)
+@_workload_options
+@click.option("--address", help="An existing Dask scheduler (HOST:PORT) instead of a local one.")
+@click.option("--workers", type=click.IntRange(1), help="Worker processes of the local cluster.")
+@click.option(
+    "--metric",
+    default=DEFAULT_METRIC,
+    show_default=True,
+    help="The summary column to tabulate and plot.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="sweep",
+    show_default=True,
+    help="Where sweep.csv, sweep.json and sweep.png go.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table.")
+def sweep(
+    policies: tuple[str, ...],
+    solvers: tuple[str, ...],
+    params: tuple[str, ...],
+    seeds: int,
+    address: str | None,
+    workers: int | None,
+    metric: str,
+    out: str,
+    quiet: bool,
+    **workload: Any,
+) -> None:
+    """Run a grid of simulations (policies x solvers x parameters x seeds) in parallel on Dask
+    distributed (a local cluster, or --address); write one row per run to --out and plot
+    --metric."""
+    base = _base_job(policies[0] if policies else "trivial", "cost-scaling", workload)
+    try:
+        check_metric(metric)
+        spec = parse_sweep_arguments(policies, solvers, params, seeds, base)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    err = Console(stderr=True)
+    try:
+        with Progress(
+            TextColumn("sweep"),
+            BarColumn(),
+            TextColumn("{task.completed} / {task.total} runs"),
+            TimeElapsedColumn(),
+            console=err,
+            disable=quiet,
+        ) as bar:
+            task = bar.add_task("sweep", total=len(spec))
+            result = run_sweep(
+                spec,
+                address=address,
+                workers=workers,
+                progress=lambda row, done, total: bar.update(task, completed=done),
+            )
+    except (OSError, TimeoutError) as error:
+        raise click.ClickException(f"cannot reach the Dask scheduler: {error}") from None
+    paths = result.write(Path(out), metric)
+    if not quiet:
+        Console().print(result.table(metric))
+        err.print(f"wrote {len(paths)} files to {out}/")
+    if result.failed:
+        raise click.ClickException(f"{len(result.failed)} of {len(spec)} runs failed (see above)")
 
 
 if __name__ == "__main__":

@@ -124,3 +124,38 @@ def test_slots_only_by_default_and_requests_for_the_policies_that_respect_them()
     assert not any(r.refused for r in result.rounds)
     assert sum(r.placed for r in result.rounds) > 0
     assert "with requests" in result.workload
+
+
+def test_sweep_runs_a_grid_on_a_local_dask_cluster(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    result = CliRunner().invoke(
+        main,
+        [
+            *("sweep", "--synthetic", "small", "--duration", "10", "--accounting", "none"),
+            *("--policy", "trivial", "--param", "load=0.5,1.0", "--workers", "1"),
+            *("--out", str(out), "--quiet"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader((out / "sweep.csv").open()))
+    assert [(row["policy"], row["load"]) for row in rows] == [
+        ("trivial", "0.5"),
+        ("trivial", "1.0"),
+    ]
+    assert int(rows[1]["tasks_submitted"]) > int(rows[0]["tasks_submitted"])
+    assert (out / "sweep.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--param", "colour=red"], "colour"),
+        (["--param", "load=lots"], "lots"),
+        (["--metric", "happiness"], "happiness"),
+        (["--policy", "nope"], "nope"),
+    ],
+)
+def test_sweep_names_bad_arguments_before_running(arguments: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["sweep", "--synthetic", "small", *arguments])
+    assert result.exit_code == 2, result.output
+    assert message in result.output

@@ -143,6 +143,7 @@ def test_waiting_tasks_get_periodic_rounds_until_the_end() -> None:
     # Rounds for the two arrivals, then every 2 s while task 2 waits, up to the end.
     assert [r.start for r in sim.result.rounds] == [0, S, 3 * S, 5 * S, 7 * S, 9 * S]
     assert lives[2][0] is None  # task 1 never ends, so task 2 never runs
+    assert sim.result.end_time == 10 * S  # the simulation ran to its end, events or not
 
 
 @pytest.mark.parametrize("accounting", [Accounting.NONE, Accounting.ROUND])

@@ -229,6 +229,7 @@ class Simulator:
                 if due is not None and due > horizon:
                     due = None
                 if due is None and (next_time is None or next_time > horizon):
+                    queue.advance(max(queue.now, horizon))  # nothing more before the end
                     break
             if due is not None and (next_time is None or due < next_time):
                 queue.advance(due)
