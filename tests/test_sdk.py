@@ -544,6 +544,23 @@ def test_unknown_policy_name_when_none_are_installed(
         load_policy("trivial")
 
 
+def test_policy_errors_survive_pickling() -> None:
+    import pickle
+
+    error = PolicyError("quincy", "leaf_to_sink(...) returned -1", hook="leaf_to_sink")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (type(copy), str(copy), copy.policy, copy.problem, copy.hook) == (
+        PolicyError,
+        str(error),
+        "quincy",
+        error.problem,
+        "leaf_to_sink",
+    )
+    unknown = pickle.loads(pickle.dumps(UnknownPolicyError("quincey", ["quincy"])))
+    assert type(unknown) is UnknownPolicyError and unknown.known == ("quincy",)
+    assert "known policies: quincy" in str(unknown)
+
+
 def test_conflicting_and_broken_entry_points_are_named(
     installed: list[importlib.metadata.EntryPoint],
 ) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 import pluggy
 
@@ -66,6 +66,11 @@ class PolicyError(Exception):
         self.problem = problem
         self.hook = hook
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle by constructor arguments (the default would pass only the message), so the
+        # error survives a trip from a sweep's worker process.
+        return (type(self), (self.policy, self.problem), {"hook": self.hook})
+
 
 class UnknownPolicyError(PolicyError):
     """No installed policy has the requested name; `known` lists those that exist."""
@@ -78,6 +83,9 @@ class UnknownPolicyError(PolicyError):
             f"no such policy in entry-point group {POLICY_ENTRY_POINT_GROUP!r} "
             f"(known policies: {listing})",
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.policy, self.known))
 
 
 # ---------------------------------------------------------------------- discovery
