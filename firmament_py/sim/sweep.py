@@ -815,7 +815,7 @@ def run_sweep(
                     n_workers=workers or max(1, min(CPU_COUNT, len(jobs))),
                     threads_per_worker=threads_per_worker,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",  # a free port: never clash with 8787
                 )
             )
             client = stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
