@@ -1,6 +1,6 @@
 """The `firmament-py` command line: solve DIMACS flow problems, generate scheduling graphs,
-list the installed scheduling policies, simulate a cluster under a policy, and sweep a grid of
-simulations in parallel.
+list the installed scheduling policies, simulate a cluster under a policy, sweep a grid of
+simulations in parallel, and reproduce the paper's experiments.
 
 `solve` behaves like Firmament's solver process: it reads a stream of rounds (a whole problem,
 then incremental changes, each ended by `c EOI`), solves each round from the previous solution,
@@ -34,6 +34,7 @@ from firmament_py.flow.dimacs import (
 from firmament_py.flow.graph import FlowGraphError
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.sdk import PolicyError, available_policies, load_policy
+from firmament_py.sim.experiments import SCALES, experiment_names, run_experiment
 from firmament_py.sim.google_trace import BadRow, TraceError
 from firmament_py.sim.report import (
     summarize,
@@ -477,6 +478,49 @@ def sweep(
         err.print(f"wrote {len(paths)} files to {out}/")
     if result.failed:
         raise click.ClickException(f"{len(result.failed)} of {len(spec)} runs failed (see above)")
+
+
+@main.command()
+@click.argument("name", type=click.Choice(experiment_names()))
+@click.option(
+    "--scale",
+    type=click.Choice(list(SCALES)),
+    default="quick",
+    show_default=True,
+    help="test: seconds; quick: a few minutes; full: longer (see docs/experiments.md).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    help="Where the CSV, plots and summary go (default: experiments/NAME).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table.")
+def experiment(name: str, scale: str, out: str | None, quiet: bool) -> None:
+    """Reproduce one of Firmament's experiments (docs/experiments.md): measure, plot, and
+    compare the key claim with the paper's number."""
+    err = Console(stderr=True)
+    directory = Path(out) if out is not None else Path("experiments") / name
+    try:
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed} / {task.total}"),
+            TimeElapsedColumn(),
+            console=err,
+            disable=quiet,
+        ) as bar:
+            task = bar.add_task(name, total=None)
+
+            def progress(done: int, total: int, message: str) -> None:
+                bar.update(task, completed=done, total=total, description=f"{name}: {message}")
+
+            result = run_experiment(name, directory, scale=scale, progress=progress)
+    except (PolicyError, SolverError) as error:
+        raise click.ClickException(str(error)) from None
+    if not quiet:
+        Console().print(result.table)
+        Console().print(result.medians_table())
+        err.print(f"wrote the results to {directory}/")
 
 
 if __name__ == "__main__":

@@ -159,3 +159,15 @@ def test_sweep_names_bad_arguments_before_running(arguments: list[str], message:
     result = CliRunner().invoke(main, ["sweep", "--synthetic", "small", *arguments])
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_experiment_runs_at_test_scale_and_names_unknown_experiments(tmp_path: Path) -> None:
+    out = tmp_path / "fig7"
+    result = CliRunner().invoke(
+        main, ["experiment", "fig7", "--scale", "test", "--out", str(out)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    assert "Relaxation is the fastest" in result.output
+    assert {p.suffix for p in out.iterdir()} >= {".csv", ".png"}
+    unknown = CliRunner().invoke(main, ["experiment", "fig99"])
+    assert unknown.exit_code == 2 and "fig7" in unknown.output

@@ -1,0 +1,280 @@
+"""Tests of `firmament_py.sim.experiments`: every experiment runs end to end at its "test" scale.
+
+Each experiment runs once per module (a few seconds each) into a temporary directory; the tests
+then check what it wrote (the CSV read back with the csv module, PNG files, the Markdown
+summary), the claims table's rows, and that the measurements hold a point for every series, x
+value and seed the scale asks for. Timings are never compared with anything: they depend on
+the machine.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.table import Table
+
+from firmament_py.sim.experiments import (
+    CSV_COLUMNS,
+    EXPERIMENTS,
+    SCALES,
+    ExperimentResult,
+    Fig7Params,
+    Fig9Params,
+    Fig12Params,
+    Fig18Params,
+    Fig816Params,
+    experiment_names,
+    run_experiment,
+)
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+EXPECTED_CLAIMS: dict[str, list[str]] = {
+    "fig7": [
+        "Relaxation is the fastest algorithm on Quincy graphs",
+        "Successive shortest path does not scale",
+    ],
+    "fig8-16": [
+        "Fig. 8: relaxation degrades near oversubscription; cost scaling does not",
+        "Fig. 8: oversubscribed, relaxation is slowest",
+        "Fig. 16: while oversubscribed, the race follows the faster algorithm",
+        "Fig. 16: recovery after the overload",
+    ],
+    "fig9": [
+        "Relaxation's runtime grows with the job (contention)",
+        "Cost scaling overtakes relaxation past a job size",
+    ],
+    "fig12a": [
+        "Arc prioritisation cuts relaxation's runtime on contended graphs (Quincy)",
+        "Arc prioritisation on load-spreading graphs",
+        "(ours) Relaxation's tree limit on contended graphs",
+    ],
+    "fig18": [
+        "Firmament (the race) keeps up with an accelerated workload",
+        "Relaxation alone falls behind at high speed-ups",
+        "Cost scaling alone is too slow even without speed-up",
+    ],
+}
+
+PLOTS: dict[str, list[str]] = {
+    "fig7": ["fig7.png"],
+    "fig8-16": ["fig8-16-fig8.png", "fig8-16-fig16.png"],
+    "fig9": ["fig9.png"],
+    "fig12a": ["fig12a.png"],
+    "fig18": ["fig18.png"],
+}
+
+
+class _Progress:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int, str]] = []
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        self.calls.append((done, total, message))
+
+
+@pytest.fixture(scope="module", params=list(EXPECTED_CLAIMS))
+def run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[ExperimentResult, Path, _Progress]]:
+    name: str = request.param
+    out = tmp_path_factory.mktemp(name)
+    progress = _Progress()
+    result = run_experiment(name, out, scale="test", progress=progress)
+    yield result, out, progress
+
+
+# ---------------------------------------------------------------------- the registry
+
+
+def test_names_in_the_papers_order() -> None:
+    assert experiment_names() == ["fig7", "fig8-16", "fig9", "fig12a", "fig18"]
+    assert set(EXPERIMENTS) == set(EXPECTED_CLAIMS)
+    for experiment in EXPERIMENTS.values():
+        assert set(experiment.scales) == set(SCALES)
+
+
+def test_unknown_experiment_is_refused_with_the_list(tmp_path: Path) -> None:
+    with pytest.raises(ValueError) as excinfo:
+        run_experiment("fig99", tmp_path)
+    message = str(excinfo.value)
+    assert "fig99" in message
+    for name in experiment_names():
+        assert name in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_scale_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"huge.*test, quick, full"):
+        run_experiment("fig7", tmp_path, scale="huge")
+
+
+# ---------------------------------------------------------------------- what a run writes
+
+
+def test_files(run: tuple[ExperimentResult, Path, _Progress]) -> None:
+    result, out, _ = run
+    name = result.name
+    assert result.csv_path == out / f"{name}.csv"
+    assert [p.name for p in result.plot_paths] == PLOTS[name]
+    assert result.files[-1] == out / f"{name}.md"
+    for plot in result.plot_paths:
+        data = plot.read_bytes()
+        assert data.startswith(PNG_MAGIC)
+        assert len(data) < 150_000
+    summary = (out / f"{name}.md").read_text(encoding="utf-8")
+    for claim in EXPECTED_CLAIMS[name]:
+        assert claim in summary
+    assert "| claim | paper | ours | why they differ |" in summary
+
+
+def test_csv_holds_every_measurement(run: tuple[ExperimentResult, Path, _Progress]) -> None:
+    result, _, _ = run
+    with result.csv_path.open(newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert tuple(rows[0].keys()) == CSV_COLUMNS
+    assert len(rows) == len(result.measurements)
+    for row, m in zip(rows, result.measurements, strict=True):
+        assert row["experiment"] == result.name
+        assert row["scale"] == "test"
+        assert (row["series"], float(row["x"]), int(row["seed"])) == (m.series, m.x, m.seed)
+        assert (row["metric"], float(row["value"]), row["note"]) == (m.metric, m.value, m.note)
+
+
+def test_claims_table(run: tuple[ExperimentResult, Path, _Progress]) -> None:
+    result, _, _ = run
+    assert [c.claim for c in result.claims] == EXPECTED_CLAIMS[result.name]
+    for claim in result.claims:
+        assert claim.paper and claim.ours and claim.why
+    table = result.table
+    assert isinstance(table, Table)
+    assert [column.header for column in table.columns] == [
+        "claim",
+        "paper",
+        "ours",
+        "scale",
+        "why they differ",
+    ]
+    assert table.row_count == len(EXPECTED_CLAIMS[result.name])
+    assert list(table.columns[0].cells) == EXPECTED_CLAIMS[result.name]
+    assert set(table.columns[3].cells) == {result.scale_description}
+    console = Console(record=True, width=160)
+    console.print(table)
+    console.print(result.medians_table())
+    assert EXPECTED_CLAIMS[result.name][0][:20] in console.export_text()
+
+
+def test_progress_counts_every_step(run: tuple[ExperimentResult, Path, _Progress]) -> None:
+    _, _, progress = run
+    assert progress.calls
+    total = progress.calls[0][1]
+    assert [done for done, _, _ in progress.calls] == list(range(1, total + 1))
+    assert {t for _, t, _ in progress.calls} == {total}
+    assert all(message.startswith("fig") for _, _, message in progress.calls)
+
+
+# ---------------------------------------------------------------------- points for everything
+
+
+def _points(result: ExperimentResult, metric: str) -> set[tuple[str, float, int]]:
+    return {(m.series, m.x, m.seed) for m in result.measurements if m.metric == metric}
+
+
+def _grid(
+    series: list[str], xs: list[float], seeds: tuple[int, ...]
+) -> set[tuple[str, float, int]]:
+    return {(s, x, seed) for s in series for x in xs for seed in seeds}
+
+
+def test_every_series_has_every_point(run: tuple[ExperimentResult, Path, _Progress]) -> None:
+    result, _, _ = run
+    params = EXPERIMENTS[result.name].scales["test"]
+    if isinstance(params, Fig7Params):
+        expected = {
+            (a, float(m), seed)
+            for m in params.machines
+            for a in params.runs(m)
+            for seed in params.seeds
+        }
+        assert _points(result, "algorithm_s") == expected
+        assert ("ssp", float(max(params.machines)), 0) in expected
+        assert _points(result, "nodes") == _grid(
+            ["graph"], [float(m) for m in params.machines], params.seeds
+        )
+    elif isinstance(params, Fig9Params):
+        grid = _grid(list(params.algorithms), [float(s) for s in params.job_sizes], params.seeds)
+        for metric in ("algorithm_s", "round_s", "placed"):
+            assert _points(result, metric) == grid
+        placed_tasks = result.medians("placed")
+        for series in params.algorithms:
+            for size in params.job_sizes:
+                assert placed_tasks[(series, float(size))] == size  # half the slots are free
+    elif isinstance(params, Fig816Params):
+        xs = [round(100 * u, 3) for u in params.utilisations]
+        assert _points(result, "job_round_s") == _grid(list(params.algorithms), xs, params.seeds)
+        for algorithm in params.algorithms:
+            for seed in params.replay_seeds:
+                times = sorted(
+                    m.x
+                    for m in result.measurements
+                    if m.metric == "round_s" and m.series == algorithm and m.seed == seed
+                )
+                waiting = sorted(
+                    m.x
+                    for m in result.measurements
+                    if m.metric == "waiting" and m.series == algorithm and m.seed == seed
+                )
+                assert times == waiting
+                assert times[0] == 0.0 and times[-1] < params.horizon_s
+                # A round at least every `interval_s`, never more often.
+                assert len(times) <= params.horizon_s / params.interval_s + 1
+        race = [
+            m.note
+            for m in result.measurements
+            if m.series == "race" and m.metric in ("job_round_s", "round_s")
+        ]
+        assert race and all(note.startswith("race:") for note in race)
+    elif isinstance(params, Fig18Params):
+        grid = _grid(list(params.algorithms), list(params.speedups), params.seeds)
+        for metric in ("tasks", "never_placed", "rounds", "algorithm_p50_s"):
+            assert _points(result, metric) == grid
+        placed = {
+            key
+            for key in grid
+            if result.medians("tasks")[key[:2]] > result.medians("never_placed")[key[:2]]
+        }
+        assert placed  # the test workload does place tasks
+        for metric in ("latency_p1_s", "latency_p50_s", "latency_p99_s", "latency_max_s"):
+            assert _points(result, metric) == placed
+        for key in placed:
+            p1, p50, top = (
+                result.medians(metric)[key[:2]]
+                for metric in ("latency_p1_s", "latency_p50_s", "latency_max_s")
+            )
+            assert 0 <= p1 <= p50 <= top
+    else:
+        assert isinstance(params, Fig12Params)
+        variants = ["AP", "no AP", "AP, no tree limit", "no AP, no tree limit"]
+        expected = _grid(
+            [f"quincy: {v}" for v in variants],
+            [round(100 * f, 3) for f in params.quincy_fractions],
+            params.seeds,
+        ) | _grid(
+            [f"load-spreading: {v}" for v in variants],
+            [round(100 * f, 3) for f in params.spreading_fractions],
+            params.seeds,
+        )
+        assert _points(result, "algorithm_s") == expected
+
+
+def test_medians_cover_the_grid(run: tuple[ExperimentResult, Path, _Progress]) -> None:
+    result, _, _ = run
+    metric = EXPERIMENTS[result.name].summary_metrics[0]
+    medians = result.medians(metric)
+    assert set(medians) == {(s, x) for s, x, _ in _points(result, metric)}
+    assert all(value >= 0 for value in medians.values())
+    assert result.wall_seconds > 0
