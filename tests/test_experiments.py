@@ -28,6 +28,7 @@ from firmament_py.sim.experiments import (
     Fig18Params,
     Fig816Params,
     experiment_names,
+    read_result,
     run_experiment,
 )
 
@@ -143,6 +144,24 @@ def test_csv_holds_every_measurement(run: tuple[ExperimentResult, Path, _Progres
         assert row["scale"] == "test"
         assert (row["series"], float(row["x"]), int(row["seed"])) == (m.series, m.x, m.seed)
         assert (row["metric"], float(row["value"]), row["note"]) == (m.metric, m.value, m.note)
+
+
+def test_read_result_gives_the_run_back(run: tuple[ExperimentResult, Path, _Progress]) -> None:
+    result, _, _ = run
+    again = read_result(result.csv_path)
+    assert (again.name, again.scale, again.title) == (result.name, result.scale, result.title)
+    assert again.measurements == result.measurements
+    assert again.claims == result.claims
+    assert again.markdown() == result.markdown().replace(
+        f" Wall time {result.wall_seconds:,.0f} s.", ""
+    )
+
+
+def test_read_result_refuses_other_files(tmp_path: Path) -> None:
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="not an experiment's CSV"):
+        read_result(other)
 
 
 def test_claims_table(run: tuple[ExperimentResult, Path, _Progress]) -> None:
