@@ -42,6 +42,7 @@ EXPECTED_CLAIMS: dict[str, list[str]] = {
     "fig8-16": [
         "Fig. 8: relaxation degrades near oversubscription; cost scaling does not",
         "Fig. 8: oversubscribed, relaxation is slowest",
+        "Fig. 8: the race answers with the faster algorithm",
         "Fig. 16: while oversubscribed, the race follows the faster algorithm",
         "Fig. 16: recovery after the overload",
     ],
