@@ -428,13 +428,10 @@ def test_bad_specs_raise_value_errors_naming_the_problem(make: object, message: 
         make()
 
 
-def test_generating_a_thousand_machines_for_ten_minutes_is_quick() -> None:
-    import time
-
-    started = time.perf_counter()
+def test_a_thousand_machines_for_ten_minutes_make_the_expected_number_of_items() -> None:
+    # How fast this is belongs in bench/, not here.
     count = sum(1 for _ in SyntheticWorkload(PRESETS["google-1k"], 0).items(10 * MINUTE))
     assert count > 13_000
-    assert time.perf_counter() - started < 3.0
 
 
 def test_presets_are_the_documented_scales() -> None:

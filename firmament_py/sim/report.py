@@ -281,7 +281,7 @@ def write_summary_json(summary: RunSummary, path: PathLike) -> Path:
 # ---------------------------------------------------------------------- terminal tables
 
 
-def _duration(seconds: float | None) -> str:
+def format_duration(seconds: float | None) -> str:
     """A duration in the unit that reads best: 240 µs, 12.50 ms, 3.20 s."""
     if seconds is None:
         return "-"
@@ -304,10 +304,10 @@ _Row = tuple[str, Callable[[RunSummary], str]]
 
 def _percentile_rows(name: str, pick: Callable[[RunSummary], Percentiles]) -> list[_Row]:
     return [
-        (f"{name} p50", lambda s: _duration(pick(s).p50)),
-        (f"{name} p90", lambda s: _duration(pick(s).p90)),
-        (f"{name} p99", lambda s: _duration(pick(s).p99)),
-        (f"{name} max", lambda s: _duration(pick(s).max)),
+        (f"{name} p50", lambda s: format_duration(pick(s).p50)),
+        (f"{name} p90", lambda s: format_duration(pick(s).p90)),
+        (f"{name} p99", lambda s: format_duration(pick(s).p99)),
+        (f"{name} max", lambda s: format_duration(pick(s).max)),
     ]
 
 
@@ -316,8 +316,8 @@ _SECTIONS: tuple[list[_Row], ...] = (
         ("policy", lambda s: s.policy),
         ("algorithm", lambda s: s.algorithm),
         ("accounting", lambda s: s.accounting),
-        ("simulated time", lambda s: _duration(s.simulated_seconds)),
-        ("wall time", lambda s: _duration(s.wall_seconds)),
+        ("simulated time", lambda s: format_duration(s.simulated_seconds)),
+        ("wall time", lambda s: format_duration(s.wall_seconds)),
         ("rounds", lambda s: f"{s.rounds:,}"),
         ("events", lambda s: f"{s.events:,}"),
         ("rejected events", lambda s: f"{s.rejected_events:,}"),

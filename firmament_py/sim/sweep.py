@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from firmament_py.sdk import available_policies
-from firmament_py.sim.report import Percentiles, RunSummary, summarize
+from firmament_py.sim.report import Percentiles, RunSummary, format_duration, summarize
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting
 from firmament_py.solvers import solver_names
@@ -615,11 +615,11 @@ class SweepResult:
         shown: list[tuple[str, Callable[[RunSummary], str]]] = [
             ("placed", lambda s: f"{s.tasks_placed:,}/{s.tasks_submitted:,}"),
             ("rounds", lambda s: f"{s.rounds:,}"),
-            ("latency p50", lambda s: _seconds(s.placement_latency_s.p50)),
-            ("latency p99", lambda s: _seconds(s.placement_latency_s.p99)),
-            ("runtime p50", lambda s: _seconds(s.algorithm_runtime_s.p50)),
-            ("runtime p99", lambda s: _seconds(s.algorithm_runtime_s.p99)),
-            ("wall", lambda s: _seconds(s.wall_seconds)),
+            ("latency p50", lambda s: format_duration(s.placement_latency_s.p50)),
+            ("latency p99", lambda s: format_duration(s.placement_latency_s.p99)),
+            ("runtime p50", lambda s: format_duration(s.algorithm_runtime_s.p50)),
+            ("runtime p99", lambda s: format_duration(s.algorithm_runtime_s.p99)),
+            ("wall", lambda s: format_duration(s.wall_seconds)),
         ]
         builtin = {"tasks_placed", "tasks_submitted", "rounds", "wall_seconds"}
         builtin |= {f"{name}_{p}" for name in _PERCENTILE_FIELDS for p in ("p50", "p99")}
@@ -672,19 +672,6 @@ class SweepResult:
         json_path.write_text(json.dumps(self.as_dict(), indent=2) + "\n", encoding="utf-8")
         self.plot(metric).savefig(png_path)
         return [csv_path, json_path, png_path]
-
-
-def _seconds(seconds: float | None) -> str:
-    """A duration in the unit that reads best: 240 µs, 12.50 ms, 3.20 s."""
-    if seconds is None:
-        return "-"
-    if seconds == 0:
-        return "0 s"
-    if seconds < 1e-3:
-        return f"{seconds * 1e6:.0f} µs"
-    if seconds < 1:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds:,.2f} s"
 
 
 # ---------------------------------------------------------------------- the plot
