@@ -1,0 +1,394 @@
+"""What an experiment is, and what running one writes: the framework behind
+`firmament-py experiment NAME` (the experiments themselves are registered in
+`firmament_py.sim.experiments`).
+
+An `Experiment` reproduces one figure or table of a paper at three scales: "test" (seconds, for
+the test suite), "quick" (the default: minutes on a 2-core VM) and "full" (what
+docs/experiments.md reports). It is a record of plain functions: `measure` yields
+`Measurement`s (one value of one metric of one series at one x for one seed), `claims` sets the
+medians beside the paper's numbers, `plot` draws PNGs. `Experiment.run` ties them together and
+writes into a directory:
+
+* `<name>.csv`: every measured point, one row per (series, x, seed, metric) in long format;
+* one or more PNG plots (`<name>*.png`), drawn on matplotlib `Figure` objects (no pyplot);
+* `<name>.md`: the claims table and the medians as Markdown, for the docs.
+
+Timings are wall-clock seconds on whatever machine runs them, so every point is repeated
+(seeds) and summarised by its median; nothing here compares a timing with a threshold.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from rich.table import Table
+
+from firmament_py.sim.report import format_duration
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "CSV_COLUMNS",
+    "SCALES",
+    "Claim",
+    "Experiment",
+    "ExperimentResult",
+    "Measurement",
+    "Progress",
+    "Tracker",
+    "format_number",
+    "format_value",
+    "medians_of",
+    "new_figure",
+    "plot_medians",
+    "read_rows",
+    "save_figure",
+]
+
+SCALES: tuple[str, ...] = ("test", "quick", "full")
+"""Every experiment's scales: "test" runs in seconds, "quick" (the default) in minutes on a
+2-core VM, "full" in up to tens of minutes (docs/experiments.md lists them)."""
+
+Progress = Callable[[int, int, str], None]
+"""Called as `progress(done, total, message)` after each unit of work (a solve, a simulation)."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured value: `metric` of `series` (an algorithm or a variant) at `x` (the
+    experiment's x axis: machines, job size, utilisation, seconds, speed-up) with `seed`.
+    Seconds unless the metric's name says otherwise. `note` records what answered (a race's
+    winner) where that matters."""
+
+    series: str
+    x: float
+    seed: int
+    metric: str
+    value: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One of the paper's claims next to our measurement of it, and why the two differ."""
+
+    claim: str
+    paper: str
+    ours: str
+    why: str
+
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "experiment",
+    "scale",
+    "series",
+    "x",
+    "seed",
+    "metric",
+    "value",
+    "note",
+)
+"""The columns of `<name>.csv`."""
+
+
+@dataclass
+class ExperimentResult:
+    """What `run_experiment` measured and wrote. `measurements` are every point; `medians`
+    summarise them over seeds; `claims` put the key numbers next to the paper's; `files` are the
+    CSV, the plots and the Markdown summary, in that order."""
+
+    name: str
+    title: str
+    scale: str
+    scale_description: str
+    x_label: str
+    measurements: list[Measurement]
+    claims: list[Claim]
+    summary_metrics: tuple[str, ...] = ()
+    """The metrics `medians_table` and `markdown` show (default: the first measured)."""
+    files: list[Path] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    @property
+    def csv_path(self) -> Path:
+        return self.files[0]
+
+    @property
+    def plot_paths(self) -> list[Path]:
+        return [path for path in self.files if path.suffix == ".png"]
+
+    def metrics(self) -> list[str]:
+        """The metrics measured, in order of first appearance."""
+        return list(dict.fromkeys(m.metric for m in self.measurements))
+
+    def series(self, metric: str | None = None) -> list[str]:
+        """The series (algorithms, variants) measured, in order of first appearance."""
+        return list(
+            dict.fromkeys(m.series for m in self.measurements if metric in (None, m.metric))
+        )
+
+    def xs(self, metric: str | None = None) -> list[float]:
+        """The x values measured, ascending."""
+        return sorted({m.x for m in self.measurements if metric in (None, m.metric)})
+
+    def medians(self, metric: str) -> dict[tuple[str, float], float]:
+        """The median over seeds of `metric`, by (series, x)."""
+        return medians_of(self.measurements, metric)
+
+    @property
+    def table(self) -> Table:
+        """The key claims: the paper's number, ours, the scale, and why they differ."""
+        table = Table(title=f"{self.name}: {self.title}", show_lines=True)
+        table.add_column("claim", style="bold", ratio=2)
+        table.add_column("paper", ratio=2)
+        table.add_column("ours", ratio=3)
+        table.add_column("scale", ratio=2)
+        table.add_column("why they differ", ratio=3)
+        for claim in self.claims:
+            table.add_row(claim.claim, claim.paper, claim.ours, self.scale_description, claim.why)
+        table.caption = f"scale {self.scale}; wall time {self.wall_seconds:,.0f} s"
+        return table
+
+    def _main_metric(self) -> str:
+        return self.summary_metrics[0] if self.summary_metrics else self.metrics()[0]
+
+    def medians_table(self, metric: str | None = None) -> Table:
+        """Medians over seeds of `metric` (default: the main one), series by x."""
+        metric = metric if metric is not None else self._main_metric()
+        medians = self.medians(metric)
+        xs = self.xs(metric)
+        table = Table(title=f"{self.name}: median {metric} by {self.x_label}")
+        table.add_column(self.x_label, justify="right", style="bold")
+        names = self.series(metric)
+        for name in names:
+            table.add_column(name, justify="right")
+        for x in xs:
+            table.add_row(
+                format_number(x), *(format_value(metric, medians.get((name, x))) for name in names)
+            )
+        return table
+
+    def markdown(self) -> str:
+        """The claims and the medians of the summary metrics as Markdown tables."""
+        wall = f" Wall time {self.wall_seconds:,.0f} s." if self.wall_seconds > 0 else ""
+        lines = [
+            f"Scale `{self.scale}`: {self.scale_description}.{wall}",
+            "",
+            "| claim | paper | ours | why they differ |",
+            "|---|---|---|---|",
+        ]
+        lines += [f"| {c.claim} | {c.paper} | {c.ours} | {c.why} |" for c in self.claims]
+        for metric in self.summary_metrics or (self._main_metric(),):
+            medians = self.medians(metric)
+            names = self.series(metric)
+            lines += [
+                "",
+                f"Median `{metric}` over seeds:",
+                "",
+                f"| {self.x_label} | " + " | ".join(names) + " |",
+                "|---:|" + "---:|" * len(names),
+            ]
+            for x in self.xs(metric):
+                cells = [format_value(metric, medians.get((name, x))) for name in names]
+                lines.append(f"| {format_number(x)} | " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
+
+def medians_of(measurements: Iterable[Measurement], metric: str) -> dict[tuple[str, float], float]:
+    values: dict[tuple[str, float], list[float]] = {}
+    for m in measurements:
+        if m.metric == metric:
+            values.setdefault((m.series, m.x), []).append(m.value)
+    return {key: statistics.median(v) for key, v in values.items()}
+
+
+def format_number(x: float) -> str:
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.3g}"
+
+
+def format_value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if math.isnan(value):
+        return "-"
+    return format_duration(value) if metric.endswith("_s") else format_number(value)
+
+
+# ---------------------------------------------------------------------- experiments
+
+
+P = TypeVar("P")
+
+
+class Tracker:
+    """Counts units of work and reports them to a `Progress` callback."""
+
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.total = max(1, total)
+        self.done = 0
+        self.progress = progress
+
+    def step(self, message: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(min(self.done, self.total), self.total, message)
+
+
+@dataclass(frozen=True)
+class Experiment(Generic[P]):
+    """One of the paper's figures as a runnable experiment.
+
+    `scales` maps "test", "quick" and "full" to the experiment's parameters; `describe` says a
+    scale's parameters in words; `steps` counts its units of work (for progress); `measure`
+    runs it; `claims` compares the medians with the paper; `plot` draws its figures."""
+
+    name: str
+    title: str
+    x_label: str
+    summary_metrics: tuple[str, ...]
+    scales: Mapping[str, P]
+    describe: Callable[[P], str]
+    steps: Callable[[P], int]
+    measure: Callable[[P, Tracker], list[Measurement]]
+    claims: Callable[[P, list[Measurement]], list[Claim]]
+    plot: Callable[[P, list[Measurement], Path, str], list[Path]]
+
+    def run(
+        self, out_dir: str | Path, *, scale: str = "quick", progress: Progress | None = None
+    ) -> ExperimentResult:
+        """Run at `scale` and write the CSV, the plots and the Markdown summary into `out_dir`
+        (created if needed). ValueError names the known scales when given an unknown one."""
+        if scale not in self.scales:
+            raise ValueError(f"unknown scale {scale!r}; known: {', '.join(self.scales)}")
+        params = self.scales[scale]
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        tracker = Tracker(self.steps(params), progress)
+        measurements = self.measure(params, tracker)
+        result = self._result(scale, measurements)
+        result.files.append(_write_csv(result, out / f"{self.name}.csv"))
+        result.files += self.plot(params, measurements, out, self.name)
+        result.wall_seconds = time.perf_counter() - started
+        summary = out / f"{self.name}.md"
+        summary.write_text(f"# {self.name}: {self.title}\n\n" + result.markdown(), encoding="utf-8")
+        result.files.append(summary)
+        return result
+
+    def read(self, path: Path, scale: str, rows: Sequence[Mapping[str, str]]) -> ExperimentResult:
+        """The result of a saved run from its CSV rows, the claims worked out again from the
+        measurements with the current code."""
+        if scale not in self.scales:
+            raise ValueError(f"{path}: unknown scale {scale!r} of experiment {self.name!r}")
+        measurements = [
+            Measurement(
+                row["series"],
+                float(row["x"]),
+                int(row["seed"]),
+                row["metric"],
+                float(row["value"]),
+                row["note"],
+            )
+            for row in rows
+        ]
+        result = self._result(scale, measurements)
+        result.files.append(path)
+        return result
+
+    def _result(self, scale: str, measurements: list[Measurement]) -> ExperimentResult:
+        params = self.scales[scale]
+        return ExperimentResult(
+            name=self.name,
+            title=self.title,
+            scale=scale,
+            scale_description=self.describe(params),
+            x_label=self.x_label,
+            measurements=measurements,
+            claims=self.claims(params, measurements),
+            summary_metrics=self.summary_metrics,
+        )
+
+
+def _write_csv(result: ExperimentResult, path: Path) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(CSV_COLUMNS)
+        for m in result.measurements:
+            writer.writerow(
+                [result.name, result.scale, m.series, m.x, m.seed, m.metric, m.value, m.note]
+            )
+    return path
+
+
+def read_rows(path: str | Path) -> tuple[str, str, list[dict[str, str]]]:
+    """The experiment name, the scale and the rows of a CSV written by `Experiment.run`.
+    ValueError if the file is no experiment's CSV or mixes several runs."""
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    if not rows or tuple(rows[0]) != CSV_COLUMNS:
+        raise ValueError(f"{path}: not an experiment's CSV (columns {', '.join(CSV_COLUMNS)})")
+    names = {(row["experiment"], row["scale"]) for row in rows}
+    if len(names) != 1:
+        raise ValueError(f"{path}: rows of several runs: {sorted(names)}")
+    ((name, scale),) = names
+    return name, scale, rows
+
+
+# ---------------------------------------------------------------------- plots
+
+
+def new_figure(title: str, x_label: str, y_label: str) -> tuple[Figure, Axes]:
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.4, 4.2), dpi=100, layout="constrained")
+    axes = figure.add_subplot()
+    axes.set_title(title, fontsize="medium")
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
+    axes.grid(True, which="major", alpha=0.3)
+    return figure, axes
+
+
+def plot_medians(
+    axes: Axes,
+    measurements: Sequence[Measurement],
+    metric: str,
+    series: Sequence[str],
+    *,
+    labels: Mapping[str, str] | None = None,
+    colours: Mapping[str, str] | None = None,
+) -> None:
+    """Each series' median over seeds as a line, every seed's point as a faint dot; `labels` and
+    `colours` by series name (default: the name, and matplotlib's colour cycle)."""
+    medians = medians_of(measurements, metric)
+    for index, name in enumerate(series):
+        colour = (colours or {}).get(name, f"C{index}")
+        points = [m for m in measurements if m.metric == metric and m.series == name]
+        if not points:
+            continue
+        axes.scatter(
+            [m.x for m in points], [m.value for m in points], s=10, alpha=0.35, color=colour
+        )
+        xs = sorted({m.x for m in points})
+        axes.plot(
+            xs,
+            [medians[(name, x)] for x in xs],
+            marker="o",
+            color=colour,
+            label=(labels or {}).get(name, name),
+        )
+
+
+def save_figure(figure: Figure, path: Path) -> Path:
+    figure.savefig(path)
+    return path
