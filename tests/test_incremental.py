@@ -374,3 +374,28 @@ def test_excess_beyond_the_global_update_buckets_is_routed() -> None:
             result = incremental.solve_graph(graph)
             verify(graph, result)
             assert result.cost == reference.cost
+
+
+@pytest.mark.parametrize("name", CONFIG_NAMES)
+def test_solver_reused_on_a_smaller_graph(name: str) -> None:
+    """Regression: a relaxation solver that loaded a graph smaller than one it had solved kept
+    its longer work arrays, and its rings of nodes wrapped at two different lengths: the next
+    rounds of changes looped forever or crashed. Every solver must serve a smaller graph after a
+    larger one, round after round."""
+    solver = CONFIGS[name]()
+    for machines in (120, 30):
+        cluster = ClusterGraph(
+            ClusterSpec(machines=machines, running=0.8, waiting=machines, seed=machines)
+        )
+        g = cluster.graph
+        snapshot = g.snapshot()
+        g.discard_changes()
+        solver.load(snapshot)
+        for rnd in range(4):
+            if rnd:
+                cluster.next_round(0.1, arrivals=machines)
+                solver.apply(g.take_changes())
+            result = solver.solve()
+            verify(g, result)
+            assert result.cost == ortools_cost(g), f"{machines} machines, round {rnd}"
+            cluster.observe(result.flow[: g.arc_id_bound])

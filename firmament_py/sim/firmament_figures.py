@@ -32,8 +32,8 @@ How each figure is reproduced, and why that way:
   relaxation with and without arc prioritisation, with our default tree limit and without it
   (pure relaxation).
 
-Every solver is made afresh for every graph it loads: a relaxation solver that loads a snapshot
-smaller than one it solved before can loop forever (see docs/experiments.md).
+Every solver is made afresh for every graph it loads, so that no point depends on the one
+measured before it.
 """
 
 from __future__ import annotations

@@ -543,7 +543,7 @@ class CostScalingSolver(FlowSolver):
                 f"costs up to {max_cost} on {n} nodes overflow cost scaling's 64-bit prices; "
                 "use relaxation or successive shortest path"
             )
-        if not self._work or len(self._work[0]) < n:
+        if not self._work or len(self._work[0]) != n:  # the kernels expect exactly n
             self._work = [
                 np.zeros(n, dtype=np.int64),  # current arc
                 np.zeros(n, dtype=np.int64),  # queue

@@ -55,7 +55,8 @@ DEFAULT_TREE_LIMIT = 2000
 
 
 class _Work:
-    """Scratch arrays of one relaxation solver, sized to the node bound."""
+    """Scratch arrays of one relaxation solver, exactly as long as the node bound (the kernels
+    rely on it: see `RelaxationSolver._run`)."""
 
     def __init__(self, n: int) -> None:
         self.in_tree = np.zeros(n, dtype=np.int64)  # stamp of the iteration that holds it in S
@@ -615,7 +616,9 @@ class RelaxationSolver(FlowSolver):
     def _run(self) -> dict[str, float]:
         a = self.network.arrays
         n = len(a.first)
-        if self._work is None or len(self._work.in_tree) < n:
+        if self._work is None or len(self._work.in_tree) != n:
+            # Exactly n long, never longer: the kernels wrap their rings at the length of the
+            # array (`_enqueue`, `_label`) and at the node count (`_relax`) alike.
             self._work = _Work(n)
         w = self._work
         if self._fresh or not self.incremental:

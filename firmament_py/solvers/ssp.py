@@ -128,7 +128,7 @@ class SuccessiveShortestPathSolver(FlowSolver):
     def _run(self) -> dict[str, float]:
         a = self.network.arrays
         n = len(a.first)
-        if not self._work or len(self._work[0]) < n:
+        if not self._work or len(self._work[0]) != n:  # the kernels expect exactly n
             self._work = [
                 np.full(n, INF, dtype=np.int64),  # dist
                 np.full(n, -1, dtype=np.int64),  # pred
