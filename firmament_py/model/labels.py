@@ -9,14 +9,30 @@ with one value), `notin` is satisfied by an absent key too, `exists` and `!exist
 
 from __future__ import annotations
 
+import copyreg
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 Labels = Mapping[str, str]
 
 NO_LABELS: Labels = MappingProxyType({})
+
+
+def _frozen(labels: dict[str, str]) -> MappingProxyType[str, str]:
+    return MappingProxyType(labels)
+
+
+def _pickle_frozen(
+    labels: MappingProxyType[str, str],
+) -> tuple[Callable[[dict[str, str]], MappingProxyType[str, str]], tuple[dict[str, str]]]:
+    return _frozen, (dict(labels),)
+
+
+# Frozen labels pickle as a copy of their dict, so that a cluster state pickles whole: the
+# daemon's snapshots and the state it hands its scheduling process are pickles.
+copyreg.pickle(MappingProxyType, _pickle_frozen)
 
 
 def freeze_labels(labels: Mapping[str, str]) -> Labels:

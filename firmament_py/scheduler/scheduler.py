@@ -19,7 +19,11 @@ events (`handle`) and ask for rounds (`run_round`). A round:
 
 `run_round` is `start_round` (steps 1-4) then `finish_round` (steps 5-6); a simulator calls the
 two halves itself to deliver, in between, the events that arrive during the round's simulated
-duration. `handle` may be called from another thread while a round runs: the event is queued (and
+duration. `decide` runs steps 1-4 only and `apply_decisions` step 5 for decisions made
+elsewhere: the daemon's scheduling process decides on a replica of the state and applies what
+the daemon's authoritative state accepted (`scheduler/decisions.py`).
+
+`handle` may be called from another thread while a round runs: the event is queued (and
 `handle` returns None); otherwise it is applied at once and its transitions returned. An event
 the cluster state refuses raises `ClusterError` when applied at once; a queued one that is
 refused is reported in the next `RoundResult.rejected_events`. Nothing is ever half-applied.
@@ -33,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from firmament_py.flow.placement import DeltaKind, SchedulingDelta, scheduling_deltas
+from firmament_py.flow.placement import DeltaKind, scheduling_deltas
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.errors import ClusterError
 from firmament_py.model.events import (
@@ -48,6 +52,12 @@ from firmament_py.model.events import (
 )
 from firmament_py.model.ids import MachineId, TaskId, Time
 from firmament_py.model.states import TaskTransition
+from firmament_py.scheduler.decisions import (
+    Decision,
+    DecisionOutcome,
+    UnappliedDecision,
+    apply_decisions,
+)
 from firmament_py.scheduler.graph_manager import FlowGraphManager
 from firmament_py.sdk.manager import PolicyError, PolicyManager, load_policy
 from firmament_py.solvers.base import FlowSolver
@@ -64,17 +74,6 @@ __all__ = [
 
 DEFAULT_POLICY = "trivial"
 DEFAULT_SOLVER = "cost-scaling"
-
-Decision = SchedulingDelta[TaskId, MachineId]
-"""A PLACE, PREEMPT or MIGRATE of one task, in the cluster's ids."""
-
-
-@dataclass(frozen=True, slots=True)
-class UnappliedDecision:
-    """A decision the round did not apply, and why."""
-
-    decision: Decision
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +294,29 @@ class Scheduler:
             timings=timings,
         )
 
+    def decide(self, time: Time | None = None) -> PendingRound:
+        """Decide a round without applying it: `start_round`, then the round ends with the
+        decisions unapplied. A driver that keeps an authoritative state elsewhere (the daemon)
+        applies the decisions there and hands the ones it applied back through
+        `apply_decisions`. Events queued meanwhile are applied and reported with the next
+        `finish_round`, so such a driver should not `handle` events while it decides. Raises
+        as `run_round` does."""
+        pending = self.start_round(time)
+        self._end_round()
+        self.rounds += 1
+        return pending
+
+    def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome:
+        """Apply decisions decided earlier (by `decide`, here or in a replica) to the cluster
+        state now, as a round applies its own; refused ones are reported, not raised. Raises
+        RuntimeError while a round is running."""
+        with self._lock:
+            if self._in_round:
+                raise RuntimeError("cannot apply decisions while a round is running")
+            outcome = apply_decisions(self.state, decisions)
+            self.graph_manager.mark_changed(outcome.changed_tasks)
+            return outcome
+
     def run_until_quiet(
         self, time: Time | None = None, *, max_rounds: int = 100
     ) -> list[RoundResult]:
@@ -381,55 +403,8 @@ class Scheduler:
         refused: list[UnappliedDecision],
         transitions: list[TaskTransition],
     ) -> None:
-        """Preemptions, then migrations, then placements (see the module docstring)."""
-        now = self.state.now  # the round's time: queued events come after the decisions
-        changed: list[TaskId] = []
-        by_kind: dict[DeltaKind, list[Decision]] = {kind: [] for kind in DeltaKind}
-        for decision in decisions:
-            by_kind[decision.kind].append(decision)
-        for decision in by_kind[DeltaKind.PREEMPT]:
-            transitions.extend(self.state.preempt(decision.task, time=now))
-            applied.append(decision)
-            changed.append(decision.task)
-        migrations = by_kind[DeltaKind.MIGRATE]
-        if migrations:
-            moves = {d.task: d.to_machine for d in migrations if d.to_machine is not None}
-            try:
-                transitions.extend(self.state.migrate_many(moves, time=now))
-                applied.extend(migrations)
-                changed.extend(moves)
-            except ClusterError:
-                # Some move does not fit: apply those that do, one at a time, as long as any do.
-                pending = migrations
-                while pending:
-                    left: list[Decision] = []
-                    for decision in pending:
-                        assert decision.to_machine is not None
-                        problem = self.state.placement_problem(decision.task, decision.to_machine)
-                        if problem is None:
-                            transitions.append(
-                                self.state.migrate(decision.task, decision.to_machine, time=now)
-                            )
-                            applied.append(decision)
-                            changed.append(decision.task)
-                        else:
-                            left.append(decision)
-                    if len(left) == len(pending):
-                        refused.extend(self._refusal(d) for d in left)
-                        break
-                    pending = left
-        for decision in by_kind[DeltaKind.PLACE]:
-            assert decision.to_machine is not None
-            try:
-                transitions.append(self.state.place(decision.task, decision.to_machine, time=now))
-            except ClusterError as error:
-                refused.append(UnappliedDecision(decision, str(error)))
-                continue
-            applied.append(decision)
-            changed.append(decision.task)
-        self.graph_manager.mark_changed(changed)
-
-    def _refusal(self, decision: Decision) -> UnappliedDecision:
-        assert decision.to_machine is not None
-        problem = self.state.placement_problem(decision.task, decision.to_machine)
-        return UnappliedDecision(decision, problem or "refused by the cluster state")
+        outcome = apply_decisions(self.state, decisions)
+        applied.extend(outcome.applied)
+        refused.extend(outcome.refused)
+        transitions.extend(outcome.transitions)
+        self.graph_manager.mark_changed(outcome.changed_tasks)
