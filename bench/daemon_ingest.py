@@ -1,0 +1,172 @@
+"""Sustained ingest through the scheduling daemon: events per second and request latency while
+rounds run (issue 6's benchmark; results in docs/benchmarks.md).
+
+Starts `firmament-py serve` on loopback with a round every `--round-ms` (auto-schedule), adds
+`--machines` machines, then runs `--clients` client processes for `--seconds`. Each client
+sends, one request at a time, a stream of task events: it submits a task, and once it has
+`--live` tasks of its own, removes its oldest one with each new submission, so the cluster stays
+near `clients x live` tasks while rounds keep placing the new ones. Every request's latency is
+measured on the client (send to reply). Reported: events per second (all clients), latency
+p50 / p99 / max, and the rounds the daemon ran with their median and p99 duration (from the
+published deltas, which carry each round's timings). Medians over `--repeats` runs.
+
+    python bench/daemon_ingest.py                       # 1,000 machines, 8 clients, 20 s
+    python bench/daemon_ingest.py --fsync never --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import socket as pysocket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+import msgpack
+import numpy as np
+import zmq
+
+from firmament_py.model.resources import Resources
+from firmament_py.service import Client, MachineSpec
+
+
+def free_port() -> int:
+    with pysocket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def client_main(
+    endpoint: str, index: int, seconds: float, live: int, start: float, out: Any
+) -> None:
+    """One client: submit and remove tasks until `start + seconds`; send back latencies."""
+    latencies: list[float] = []
+    with Client(endpoint, timeout=10.0, retries=0) as client:
+        while time.time() < start:
+            time.sleep(0.001)
+        next_id = index << 40
+        own: list[int] = []
+        deadline = start + seconds
+        while time.time() < deadline:
+            began = time.perf_counter()
+            if len(own) >= live:
+                client.remove_task(own.pop(0))
+            else:
+                client.submit_task(next_id, f"c{index}-j{next_id % 50}")
+                own.append(next_id)
+                next_id += 1
+            latencies.append(time.perf_counter() - began)
+    out.put(latencies)
+
+
+def run_once(args: argparse.Namespace) -> dict[str, float]:
+    port, pub = free_port(), free_port()
+    endpoint = f"tcp://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as journal:
+        daemon = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "firmament_py.cli",
+                "serve",
+                "--bind",
+                endpoint,
+                "--journal",
+                journal,
+                "--policy",
+                args.policy,
+                "--fsync",
+                args.fsync,
+                "--auto-schedule-ms",
+                str(args.round_ms),
+                "--publish",
+                f"tcp://127.0.0.1:{pub}",
+            ],
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            with Client(endpoint, timeout=1.0, retries=60) as client:
+                client.status()
+                batch = [
+                    MachineSpec(f"m{i:05d}", Resources(cpu_millicores=16000), 12, f"r{i // 48}")
+                    for i in range(args.machines)
+                ]
+                client.add_machines(batch)
+            rounds: list[float] = []
+            stop = threading.Event()
+
+            def listen() -> None:
+                sub = zmq.Context.instance().socket(zmq.SUB)
+                sub.setsockopt(zmq.SUBSCRIBE, b"deltas")
+                sub.connect(f"tcp://127.0.0.1:{pub}")
+                while not stop.is_set():
+                    if sub.poll(200):
+                        _, payload = sub.recv_multipart()
+                        body = msgpack.unpackb(payload, raw=False)
+                        rounds.append(float(body["timings"].get("decide_seconds", 0.0)))
+                sub.close(linger=0)
+
+            listener = threading.Thread(target=listen)
+            listener.start()
+            context = multiprocessing.get_context("spawn")
+            out = context.Queue()
+            start = time.time() + 2.0
+            workers = [
+                context.Process(
+                    target=client_main,
+                    args=(endpoint, index, args.seconds, args.live, start, out),
+                )
+                for index in range(args.clients)
+            ]
+            for worker in workers:
+                worker.start()
+            latencies = np.concatenate([np.array(out.get()) for _ in workers])
+            for worker in workers:
+                worker.join()
+            stop.set()
+            listener.join()
+        finally:
+            daemon.terminate()
+            daemon.wait(30)
+    return {
+        "events_per_s": len(latencies) / args.seconds,
+        "p50_ms": float(np.percentile(latencies, 50) * 1e3),
+        "p99_ms": float(np.percentile(latencies, 99) * 1e3),
+        "max_ms": float(latencies.max() * 1e3),
+        "rounds": float(len(rounds)),
+        "round_p50_ms": float(np.percentile(rounds, 50) * 1e3) if rounds else float("nan"),
+        "round_p99_ms": float(np.percentile(rounds, 99) * 1e3) if rounds else float("nan"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--machines", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--live", type=int, default=500, help="tasks each client keeps")
+    parser.add_argument("--round-ms", type=int, default=100)
+    parser.add_argument("--policy", default="trivial")
+    parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    runs = []
+    for repeat in range(args.repeats):
+        result = run_once(args)
+        runs.append(result)
+        print(f"run {repeat + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in result.items()))
+    print(
+        f"median of {len(runs)} ({args.machines} machines, {args.clients} clients, "
+        f"round every {args.round_ms} ms, fsync {args.fsync}, policy {args.policy}):"
+    )
+    for key in runs[0]:
+        print(f"  {key:>14}: {statistics.median(r[key] for r in runs):,.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,282 @@
+"""A typed Python client of the scheduling daemon, with timeouts and safe retries.
+
+`Client` speaks the protocol of `firmament_py.service.protocol` over a DEALER socket (a lost
+reply cannot wedge it, as it would a REQ socket). Each call gets a fresh request id; when no
+reply comes within `timeout` seconds the same frame, with the same id, is sent again, up to
+`retries` times: the daemon answers an id it has applied with its first reply, so a retried
+submission is never applied twice, even across a daemon restart. Replies to earlier,
+abandoned attempts are recognised by their id and dropped.
+
+A reply other than OK raises `RequestFailed`, which carries the status and the daemon's reason.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import zmq
+
+from firmament_py.model.resources import Resources
+from firmament_py.scheduler.decisions import Decision
+from firmament_py.service.keys import CurveClientKeys
+from firmament_py.service.protocol import (
+    Status,
+    decision_from_wire,
+    decode_reply,
+    encode_request,
+)
+
+__all__ = ["Client", "DaemonTimeout", "MachineSpec", "RequestFailed", "RoundReply"]
+
+
+class RequestFailed(Exception):
+    """The daemon answered with a status other than OK."""
+
+    def __init__(self, status: Status, reason: str) -> None:
+        super().__init__(f"{status.value}: {reason}")
+        self.status = status
+        self.reason = reason
+
+
+class DaemonTimeout(TimeoutError):
+    """No reply after every retry."""
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    """A machine to add (`Client.add_machines`)."""
+
+    machine_id: str
+    capacity: Resources
+    slots: int
+    rack_id: str | None = None
+    pod_id: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "machine_id": self.machine_id,
+            "capacity": _resources(self.capacity),
+            "slots": self.slots,
+        }
+        if self.rack_id is not None:
+            body["rack_id"] = self.rack_id
+        if self.pod_id is not None:
+            body["pod_id"] = self.pod_id
+        if self.labels:
+            body["labels"] = dict(self.labels)
+        return body
+
+
+@dataclass(frozen=True)
+class RoundReply:
+    """What a `schedule` request answers: the decisions the daemon applied, those it refused
+    (with why), and the round's cost, algorithm and timings."""
+
+    round: int
+    deltas: list[Decision]
+    refused: list[tuple[Decision, str]]
+    cost: int
+    algorithm: str
+    timings: Mapping[str, float]
+    task_errors: list[str]
+    seq: int
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> RoundReply:
+        return cls(
+            round=body["round"],
+            deltas=[decision_from_wire(item) for item in body["deltas"]],
+            refused=[(decision_from_wire(item), reason) for item, reason in body["refused"]],
+            cost=body["cost"],
+            algorithm=body["algorithm"],
+            timings=body["timings"],
+            task_errors=list(body["task_errors"]),
+            seq=body["seq"],
+        )
+
+
+def _resources(resources: Resources) -> dict[str, int]:
+    return {
+        name: value
+        for name, value in zip(Resources.DIMENSIONS, resources.as_tuple(), strict=True)
+        if value
+    }
+
+
+class Client:
+    """A connection to one daemon. Not thread-safe: give each thread its own."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        timeout: float = 5.0,
+        retries: int = 3,
+        curve: CurveClientKeys | None = None,
+        context: zmq.Context[zmq.Socket[bytes]] | None = None,
+    ) -> None:
+        self.address = address
+        self.timeout = timeout
+        self.retries = retries
+        self._context = context or zmq.Context.instance()
+        self._socket = self._context.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        self._socket.setsockopt(zmq.SNDTIMEO, max(1, int(timeout * 1000)))
+        if curve is not None:
+            curve.apply_client(self._socket)
+        self._socket.connect(address)
+        self._prefix = f"{os.getpid():x}-{os.urandom(4).hex()}-"
+        self._counter = itertools.count(1)
+
+    def close(self) -> None:
+        self._socket.close(linger=0)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ requests
+
+    def new_request_id(self) -> str:
+        return f"{self._prefix}{next(self._counter)}"
+
+    def request(
+        self, kind: str, body: Mapping[str, Any] | None = None, *, request_id: str | None = None
+    ) -> dict[str, Any]:
+        """Send one request and return the reply's body; RequestFailed on a status other than
+        OK, DaemonTimeout when every attempt timed out. `request_id` defaults to a fresh one;
+        pass the same one again to retry by hand."""
+        request_id = request_id or self.new_request_id()
+        frame = encode_request(request_id, kind, body)
+        for _ in range(self.retries + 1):
+            deadline = time.monotonic() + self.timeout
+            try:
+                # Blocks while no connection is up (the daemon down, or a CURVE handshake it
+                # refused); SNDTIMEO bounds that wait by the timeout.
+                self._socket.send(frame)
+            except zmq.Again:
+                continue
+            while (left := deadline - time.monotonic()) > 0:
+                if not self._socket.poll(int(left * 1000) + 1):
+                    break
+                reply_id, status, reason, reply_body = decode_reply(self._socket.recv())
+                if reply_id != request_id:
+                    continue  # the late answer to an attempt given up on
+                if status is not Status.OK:
+                    raise RequestFailed(status, reason)
+                return reply_body
+        raise DaemonTimeout(
+            f"no reply from {self.address} to {kind} after {self.retries + 1} attempts"
+        )
+
+    def submit_task(
+        self,
+        task_id: int,
+        job_id: str,
+        *,
+        request: Resources | None = None,
+        priority: int = 0,
+        labels: Mapping[str, str] | None = None,
+        selectors: Iterable[Mapping[str, Any]] = (),
+    ) -> int:
+        """Submit a task; returns the record sequence number it was journaled as."""
+        body: dict[str, Any] = {"task_id": task_id, "job_id": job_id}
+        if request is not None:
+            body["request"] = _resources(request)
+        if priority:
+            body["priority"] = priority
+        if labels:
+            body["labels"] = dict(labels)
+        selectors = [dict(s) for s in selectors]
+        if selectors:
+            body["selectors"] = selectors
+        return int(self.request("task_submitted", body)["seq"])
+
+    def complete_task(self, task_id: int) -> int:
+        return int(self.request("task_completed", {"task_id": task_id})["seq"])
+
+    def fail_task(self, task_id: int, reason: str = "") -> int:
+        return int(self.request("task_failed", {"task_id": task_id, "reason": reason})["seq"])
+
+    def remove_task(self, task_id: int) -> int:
+        return int(self.request("task_removed", {"task_id": task_id})["seq"])
+
+    def update_task(
+        self,
+        task_id: int,
+        *,
+        request: Resources | None = None,
+        priority: int | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> int:
+        body: dict[str, Any] = {"task_id": task_id}
+        if request is not None:
+            body["request"] = _resources(request)
+        if priority is not None:
+            body["priority"] = priority
+        if labels is not None:
+            body["labels"] = dict(labels)
+        return int(self.request("task_updated", body)["seq"])
+
+    def add_machines(self, machines: Iterable[MachineSpec]) -> int:
+        """Add machines (a resource subtree: a rack's worth, say) as one all-or-nothing
+        request."""
+        body = {"machines": [machine.to_wire() for machine in machines]}
+        return int(self.request("node_added", body)["seq"])
+
+    def fail_machine(self, machine_id: str, reason: str = "") -> int:
+        body = {"machine_id": machine_id, "reason": reason}
+        return int(self.request("node_failed", body)["seq"])
+
+    def remove_machine(self, machine_id: str) -> int:
+        return int(self.request("node_removed", {"machine_id": machine_id})["seq"])
+
+    def update_machine(
+        self,
+        machine_id: str,
+        *,
+        capacity: Resources | None = None,
+        slots: int | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> int:
+        body: dict[str, Any] = {"machine_id": machine_id}
+        if capacity is not None:
+            body["capacity"] = _resources(capacity)
+        if slots is not None:
+            body["slots"] = slots
+        if labels is not None:
+            body["labels"] = dict(labels)
+        return int(self.request("node_updated", body)["seq"])
+
+    def task_stats(self, task_id: int, usage: Resources) -> int:
+        body = {"task_id": task_id, "usage": _resources(usage)}
+        return int(self.request("task_stats", body)["seq"])
+
+    def machine_stats(self, machine_id: str, usage: Resources) -> int:
+        body = {"machine_id": machine_id, "usage": _resources(usage)}
+        return int(self.request("node_stats", body)["seq"])
+
+    def latency_sample(
+        self, machine_id: str, peer_id: str, latency_us: float, *, path: int = 0
+    ) -> int:
+        """Report a latency measured from `machine_id` to `peer_id` over ECMP path `path`
+        (NoMora's input; a PTPmesh or Pingmesh style system would send these)."""
+        body = {"machine_id": machine_id, "peer_id": peer_id, "latency_us": latency_us}
+        if path:
+            body["path"] = path
+        return int(self.request("latency_stats", body)["seq"])
+
+    def schedule(self) -> RoundReply:
+        """Run a round (the next one to start) and return what it applied."""
+        return RoundReply.from_body(self.request("schedule"))
+
+    def status(self) -> dict[str, Any]:
+        return self.request("status")

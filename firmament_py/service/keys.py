@@ -1,0 +1,128 @@
+"""CURVE keys for the daemon and its clients (ZeroMQ's CurveZMQ: encryption and authentication).
+
+A key directory, as `firmament-py keys generate` lays it out:
+
+* `server.key` / `server.key_secret`: the daemon's key pair (clients need `server.key`);
+* `clients/*.key`: the public keys of the clients allowed to connect; any other client fails
+  the handshake and never reaches the daemon;
+* a client's own pair, `NAME.key` / `NAME.key_secret`, lives with the client.
+
+The files are ZeroMQ's certificate format (`zmq.auth.create_certificates`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import zmq
+import zmq.auth
+from zmq.auth.thread import ThreadAuthenticator
+
+__all__ = [
+    "CurveClientKeys",
+    "CurveServerKeys",
+    "KeyFileError",
+    "authorise_client",
+    "generate_key_pair",
+    "start_authenticator",
+]
+
+
+class KeyFileError(Exception):
+    """A key directory or file that cannot be used, naming it and what is missing."""
+
+
+def _load(path: Path) -> tuple[bytes, bytes | None]:
+    if not path.is_file():
+        raise KeyFileError(f"{path}: no such key file")
+    try:
+        public, secret = zmq.auth.load_certificate(path)
+    except (ValueError, OSError) as error:
+        raise KeyFileError(f"{path}: not a ZeroMQ certificate: {error}") from None
+    return public, secret
+
+
+def generate_key_pair(directory: str | Path, name: str) -> tuple[Path, Path]:
+    """Write `NAME.key` and `NAME.key_secret` into `directory` (created if needed); refuses to
+    overwrite an existing pair."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    if (directory / f"{name}.key").exists() or (directory / f"{name}.key_secret").exists():
+        raise KeyFileError(f"{directory}: a key pair named {name!r} exists already")
+    public, secret = zmq.auth.create_certificates(directory, name)
+    Path(secret).chmod(0o600)
+    return Path(public), Path(secret)
+
+
+def authorise_client(server_directory: str | Path, client_public_key: str | Path) -> Path:
+    """Copy a client's public key into the server directory's `clients/`."""
+    source = Path(client_public_key)
+    public, _ = _load(source)
+    if not public:
+        raise KeyFileError(f"{source}: holds no public key")
+    clients = Path(server_directory) / "clients"
+    clients.mkdir(parents=True, exist_ok=True)
+    target = clients / source.name
+    shutil.copyfile(source, target)
+    return target
+
+
+@dataclass(frozen=True)
+class CurveServerKeys:
+    """The daemon's key pair and the directory of allowed client keys."""
+
+    public: bytes
+    secret: bytes
+    clients: Path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> CurveServerKeys:
+        directory = Path(directory)
+        public, secret = _load(directory / "server.key_secret")
+        if secret is None:
+            raise KeyFileError(f"{directory / 'server.key_secret'}: holds no secret key")
+        clients = directory / "clients"
+        if not clients.is_dir() or not any(clients.glob("*.key")):
+            raise KeyFileError(f"{clients}: no allowed client keys (*.key); nobody could connect")
+        return cls(public, secret, clients)
+
+    def apply_server(self, socket: zmq.Socket[bytes]) -> None:
+        socket.curve_secretkey = self.secret
+        socket.curve_publickey = self.public
+        socket.curve_server = True
+
+
+def start_authenticator(
+    context: zmq.Context[zmq.Socket[bytes]], keys: CurveServerKeys
+) -> ThreadAuthenticator:
+    """Start ZeroMQ's authenticator on `context`, allowing the keys in `keys.clients`."""
+    authenticator = ThreadAuthenticator(context)
+    authenticator.start()
+    authenticator.configure_curve(domain="*", location=str(keys.clients))
+    return authenticator
+
+
+@dataclass(frozen=True)
+class CurveClientKeys:
+    """A client's key pair and the daemon's public key."""
+
+    public: bytes
+    secret: bytes
+    server_public: bytes
+
+    @classmethod
+    def load(
+        cls, client_secret_file: str | Path, server_public_file: str | Path
+    ) -> CurveClientKeys:
+        public, secret = _load(Path(client_secret_file))
+        if secret is None:
+            raise KeyFileError(f"{client_secret_file}: holds no secret key")
+        server_public, _ = _load(Path(server_public_file))
+        return cls(public, secret, server_public)
+
+    def apply_client(self, socket: zmq.Socket[bytes]) -> None:
+        socket.curve_secretkey = self.secret
+        socket.curve_publickey = self.public
+        socket.curve_serverkey = self.server_public

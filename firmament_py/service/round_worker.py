@@ -1,0 +1,100 @@
+"""The daemon's scheduling process: a `Scheduler` on a replica of the daemon's state.
+
+Rounds (graph update, solve, extraction) take tens of milliseconds and more on a large
+cluster; the daemon must answer requests in well under that. So rounds run here, in a process
+of their own, and the daemon only applies what they decide. The two talk over one ZeroMQ PAIR
+socket, in order, as multipart messages:
+
+* daemon -> worker: `init` (the pickled cluster state to start from, the policy, the solver and
+  its options), `records` (a msgpack list of the records the daemon journaled, in order),
+  `decide` (a round id and the round's time), `stop`;
+* worker -> daemon: `ready`, `decided` (the round id, its decisions in wire form, its cost,
+  algorithm and timings, the policy's per-task errors) or `failed` (the round id and why), and
+  `diverged` (a record did not apply to the replica: the daemon restarts the worker).
+
+The replica replays exactly the records the daemon's state applied, in the same order, and a
+round's decisions reach the replica only as the daemon's record of those it accepted; so the
+replica's state is always the daemon's state as of the last record sent. The daemon waits for
+a round's answer (and sends its record) before asking for the next round.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from typing import Any
+
+import msgpack
+import zmq
+
+from firmament_py.scheduler import Scheduler
+from firmament_py.service.protocol import decision_to_wire
+from firmament_py.service.state import ReplayError, replay
+
+__all__ = ["run_worker"]
+
+
+def _pack(value: Any) -> bytes:
+    return bytes(msgpack.packb(value, use_bin_type=True))
+
+
+def run_worker(endpoint: str) -> None:
+    """Serve rounds for the daemon listening on `endpoint` until it says `stop`. The daemon
+    starts it as `python -m firmament_py.service.round_worker ENDPOINT`."""
+    context = zmq.Context()
+    socket = context.socket(zmq.PAIR)
+    socket.setsockopt(zmq.LINGER, 1000)
+    socket.connect(endpoint)
+    scheduler: Scheduler | None = None
+    try:
+        while True:
+            kind, *parts = socket.recv_multipart()
+            if kind == b"stop":
+                break
+            if kind == b"init":
+                if scheduler is not None:
+                    scheduler.close()
+                options = pickle.loads(parts[1])
+                scheduler = Scheduler(
+                    options["policy"],
+                    solver=options["solver"],
+                    solver_options=options["solver_options"],
+                    state=pickle.loads(parts[0]),
+                )
+                socket.send_multipart([b"ready"])
+                continue
+            if scheduler is None:
+                raise RuntimeError(f"the daemon sent {kind!r} before init")
+            if kind == b"records":
+                try:
+                    for record in msgpack.unpackb(parts[0], raw=False):
+                        replay(scheduler, record)
+                except ReplayError as error:
+                    socket.send_multipart([b"diverged", str(error).encode()])
+            elif kind == b"decide":
+                round_id, time = msgpack.unpackb(parts[0], raw=False)
+                try:
+                    pending = scheduler.decide(time)
+                except Exception as error:
+                    message = f"{type(error).__name__}: {error}"
+                    socket.send_multipart([b"failed", _pack([round_id, message])])
+                    continue
+                answer = {
+                    "round": round_id,
+                    "time": pending.time,
+                    "deltas": [decision_to_wire(d) for d in pending.decisions],
+                    "cost": pending.cost,
+                    "algorithm": pending.algorithm,
+                    "timings": dict(pending.timings),
+                    "task_errors": [str(error) for error in pending.task_errors],
+                }
+                socket.send_multipart([b"decided", _pack(answer)])
+    finally:
+        if scheduler is not None:
+            scheduler.close()
+        socket.close()
+        context.term()
+
+
+if __name__ == "__main__":
+    run_worker(sys.argv[1])

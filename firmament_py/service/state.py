@@ -1,0 +1,275 @@
+"""The daemon's authoritative state, with no I/O: checked requests in, replies and records out.
+
+`ServiceState` owns the cluster state the daemon acknowledges to its clients. A state-changing
+request is checked against it (a task id that does not exist is NOT_FOUND, one that does on
+submission ALREADY_EXISTS), applied as a whole or not at all, and turned into a record: a
+msgpack-ready map with a sequence number that the daemon journals before it replies and
+forwards to its scheduling process. Records are the only way the state changes, so replaying
+them (`replay`) on an equal state gives an equal state: recovery after a crash replays the
+journal into the last snapshot, and the scheduling process replays the same records into its
+replica (a `Scheduler`'s state).
+
+Two kinds of record:
+
+* `{"seq", "time", "kind": "request", "id", "type", "body"}`: a client's accepted request, as it
+  was checked (see `protocol.events_of` for the events it stands for);
+* `{"seq", "time", "kind": "decisions", "deltas"}`: the decisions of a round that this state
+  accepted (see `scheduler.decisions.apply_decisions`), in wire form.
+
+Request ids make retries safe: the reply to every applied request id is remembered (the last
+`dedup_window` of them, restored by replay too), and a request with a known id gets that reply
+again instead of a second application.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from firmament_py.model.cluster import ClusterState
+from firmament_py.model.errors import ClusterError
+from firmament_py.model.events import (
+    ClusterEvent,
+    LatencySample,
+    MachineAdded,
+    MachineEvent,
+    TaskSubmitted,
+)
+from firmament_py.model.ids import Time
+from firmament_py.model.states import TaskTransition
+from firmament_py.scheduler.decisions import Decision, DecisionOutcome, apply_decisions
+from firmament_py.service.protocol import (
+    STATE_CHANGING_TYPES,
+    ProtocolError,
+    Request,
+    Status,
+    decision_from_wire,
+    decision_to_wire,
+    events_of,
+)
+
+__all__ = ["DEFAULT_DEDUP_WINDOW", "ReplayError", "Replica", "ServiceState", "replay"]
+
+DEFAULT_DEDUP_WINDOW = 200_000
+
+
+class ReplayError(Exception):
+    """A record that does not apply to the state it is replayed on: the journal and the state
+    (or the scheduling process's replica) disagree, which is a bug or a corrupt journal."""
+
+
+class Replica(Protocol):
+    """What records are replayed into: a `Scheduler`, or a bare cluster state (`StateReplica`)."""
+
+    @property
+    def state(self) -> ClusterState: ...
+
+    def handle(self, event: ClusterEvent) -> tuple[TaskTransition, ...] | None: ...
+
+    def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome: ...
+
+
+class StateReplica:
+    """A cluster state as a `Replica`: events and decisions applied directly."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+
+    def handle(self, event: ClusterEvent) -> tuple[TaskTransition, ...]:
+        return self.state.apply(event)
+
+    def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome:
+        return apply_decisions(self.state, decisions)
+
+
+def _advance(state: ClusterState, time: Time) -> None:
+    if time > state.now:
+        state.advance_to(time)
+
+
+def replay(replica: Replica, record: Mapping[str, Any]) -> None:
+    """Apply one record to `replica`; ReplayError if it does not apply."""
+    kind = record.get("kind")
+    time = record["time"]
+    if kind == "request":
+        _advance(replica.state, time)
+        for event in events_of(record["type"], record["body"], time):
+            try:
+                replica.handle(event)
+            except (ClusterError, ValueError, TypeError) as error:
+                raise ReplayError(f"record {record['seq']}: {error}") from error
+    elif kind == "decisions":
+        _advance(replica.state, time)
+        decisions = [decision_from_wire(item) for item in record["deltas"]]
+        outcome = replica.apply_decisions(decisions)
+        if outcome.refused:
+            raise ReplayError(f"record {record['seq']}: refused {outcome.refused[0]}")
+    else:
+        raise ReplayError(f"record {record.get('seq')}: unknown kind {kind!r}")
+
+
+@dataclass
+class Reply:
+    """A reply to send: status, reason and body (the request id is the caller's)."""
+
+    status: Status
+    reason: str = ""
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+class ServiceState:
+    """The authoritative cluster state, its record sequence and the replies to applied ids."""
+
+    def __init__(
+        self,
+        state: ClusterState | None = None,
+        *,
+        seq: int = 0,
+        dedup_window: int = DEFAULT_DEDUP_WINDOW,
+    ) -> None:
+        self.cluster = ClusterState() if state is None else state
+        self.seq = seq
+        self.dedup_window = dedup_window
+        self._replica = StateReplica(self.cluster)
+        self._applied: OrderedDict[str, int] = OrderedDict()  # request id -> its record's seq
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a journal snapshot holds (picklable)."""
+        return {"seq": self.seq, "cluster": self.cluster, "applied": list(self._applied.items())}
+
+    @classmethod
+    def from_snapshot(
+        cls, payload: Mapping[str, Any], *, dedup_window: int = DEFAULT_DEDUP_WINDOW
+    ) -> ServiceState:
+        service = cls(payload["cluster"], seq=payload["seq"], dedup_window=dedup_window)
+        for request_id, seq in payload["applied"]:
+            service._remember(request_id, seq)
+        return service
+
+    def replay(self, records: Iterable[Mapping[str, Any]]) -> int:
+        """Apply journaled records after the current sequence number; returns how many."""
+        count = 0
+        for record in records:
+            if record["seq"] <= self.seq:
+                continue  # already in the snapshot
+            if record["seq"] != self.seq + 1:
+                raise ReplayError(f"record {record['seq']} follows record {self.seq}: a gap")
+            replay(self._replica, record)
+            self.seq = record["seq"]
+            if record["kind"] == "request":
+                self._remember(record["id"], record["seq"])
+            count += 1
+        return count
+
+    def _remember(self, request_id: str, seq: int) -> None:
+        self._applied[request_id] = seq
+        if len(self._applied) > self.dedup_window:
+            self._applied.popitem(last=False)
+
+    # ------------------------------------------------------------------ requests
+
+    def clock(self, wall_us: int) -> Time:
+        """The time of something happening now: the wall clock, never before the state's."""
+        return max(self.cluster.now, wall_us)
+
+    def apply_request(self, request: Request, time: Time) -> tuple[Reply, dict[str, Any] | None]:
+        """Check and apply a state-changing request at `time`: its reply, and the record to
+        journal (None if nothing changed: refused, or a retry of an applied request id)."""
+        if request.type not in STATE_CHANGING_TYPES:
+            raise ValueError(f"{request.type!r} does not change the state")
+        seq = self._applied.get(request.request_id)
+        if seq is not None:
+            return Reply(Status.OK, "already applied", {"seq": seq}), None
+        try:
+            events = events_of(request.type, request.body, time)
+        except (ValueError, TypeError) as error:
+            return Reply(Status.INVALID, str(error)), None
+        refusal = self._refusal(events)
+        if refusal is not None:
+            return refusal, None
+        _advance(self.cluster, time)
+        applied: list[ClusterEvent] = []
+        for event in events:
+            try:
+                self.cluster.apply(event)
+            except ClusterError as error:
+                # Only a single event can fail here (`_refusal` checked what could refuse a
+                # machine of a multi-machine request), so the state is as it was.
+                assert not applied, "a multi-machine request failed half-way"
+                return Reply(Status.INVALID, str(error)), None
+            applied.append(event)
+        self.seq += 1
+        self._remember(request.request_id, self.seq)
+        record = {
+            "seq": self.seq,
+            "time": time,
+            "kind": "request",
+            "id": request.request_id,
+            "type": request.type,
+            "body": dict(request.body),
+        }
+        return Reply(Status.OK, "", {"seq": self.seq}), record
+
+    def _refusal(self, events: list[ClusterEvent]) -> Reply | None:
+        """NOT_FOUND or ALREADY_EXISTS for ids that do or do not exist, before anything is
+        applied."""
+        cluster = self.cluster
+        seen: set[str] = set()
+        pods: dict[str, str] = {}  # rack -> pod, of the machines added so far in this request
+        for event in events:
+            if isinstance(event, TaskSubmitted):
+                if event.task_id in cluster.tasks:
+                    return Reply(Status.ALREADY_EXISTS, f"task {event.task_id} already exists")
+            elif isinstance(event, MachineAdded):
+                if event.machine_id in cluster.machines or event.machine_id in seen:
+                    return Reply(
+                        Status.ALREADY_EXISTS, f"machine {event.machine_id!r} already exists"
+                    )
+                seen.add(event.machine_id)
+                rack = cluster.racks.get(event.rack_id)
+                pod = rack.pod_id if rack is not None else pods.get(event.rack_id, event.pod_id)
+                if pod != event.pod_id:
+                    return Reply(
+                        Status.INVALID,
+                        f"machine {event.machine_id!r} names rack {event.rack_id!r} in pod "
+                        f"{event.pod_id!r}, but that rack is in pod {pod!r}",
+                    )
+                pods[event.rack_id] = pod
+            elif isinstance(event, MachineEvent):
+                if event.machine_id not in cluster.machines:
+                    return Reply(Status.NOT_FOUND, f"no machine {event.machine_id!r}")
+                if isinstance(event, LatencySample) and event.peer_id not in cluster.machines:
+                    return Reply(Status.NOT_FOUND, f"no machine {event.peer_id!r}")
+            elif event.task_id not in cluster.tasks:
+                return Reply(Status.NOT_FOUND, f"no task {event.task_id}")
+        if len(events) > 1 and any(not isinstance(e, MachineAdded) for e in events):
+            raise AssertionError("only node_added stands for several events")
+        return None
+
+    # ------------------------------------------------------------------ rounds
+
+    def apply_decisions(
+        self, decisions: list[Decision], time: Time
+    ) -> tuple[DecisionOutcome, dict[str, Any] | None]:
+        """Apply a round's decisions at `time`: what was applied and refused, and the record to
+        journal (None if nothing was applied)."""
+        _advance(self.cluster, time)
+        outcome = apply_decisions(self.cluster, decisions)
+        if not outcome.applied:
+            return outcome, None
+        self.seq += 1
+        record = {
+            "seq": self.seq,
+            "time": time,
+            "kind": "decisions",
+            "deltas": [decision_to_wire(d) for d in outcome.applied],
+        }
+        return outcome, record
+
+    def error_reply(self, error: ProtocolError) -> Reply:
+        """The reply to a request that could not even be decoded."""
+        return Reply(error.status, error.reason)

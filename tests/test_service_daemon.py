@@ -1,0 +1,362 @@
+"""The scheduling daemon over real sockets (firmament_py/service/daemon.py, client.py, keys.py).
+
+A daemon runs in a thread of the test process (its rounds in their own process, as always) on
+a loopback port; clients talk to it as any cluster manager would. Covered: a cluster scheduled
+end to end; bad frames of every kind answered with an error while the state stays as it was;
+a hypothesis fuzz of random and mutated messages after which the state is still valid, equal
+to what its journal replays, and a normal client still works; retried request ids applied once,
+across a restart too; rounds published to subscribers; CURVE: allowed clients served, others
+get nothing; binding beyond loopback without keys refused.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+import zmq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from firmament_py.flow.placement import DeltaKind
+from firmament_py.model.resources import Resources
+from firmament_py.model.states import TaskState
+from firmament_py.service import (
+    Client,
+    CurveClientKeys,
+    CurveServerKeys,
+    DaemonConfig,
+    DaemonError,
+    DaemonTimeout,
+    MachineSpec,
+    RequestFailed,
+    SchedulingDaemon,
+    Status,
+)
+from firmament_py.service.keys import authorise_client, generate_key_pair
+from firmament_py.service.protocol import decode_reply, encode_request
+
+from .test_service_protocol import fingerprint
+
+
+class Running:
+    """A daemon serving in a background thread."""
+
+    def __init__(self, config: DaemonConfig) -> None:
+        self.daemon = SchedulingDaemon(config)
+        self.thread = threading.Thread(target=self.daemon.serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return self.daemon.endpoint
+
+    def stop(self) -> None:
+        self.daemon.stop()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[Running]:
+    served = Running(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "journal"))
+    yield served
+    served.stop()
+
+
+def machines(count: int, slots: int = 2) -> list[MachineSpec]:
+    return [
+        MachineSpec(f"m{i}", Resources(cpu_millicores=8000), slots, rack_id=f"r{i % 2}")
+        for i in range(count)
+    ]
+
+
+def raw_exchange(endpoint: str, frames: list[bytes], timeout_ms: int = 5000) -> dict[str, Any]:
+    """Send raw frames from a DEALER socket and return the decoded reply map."""
+    socket = zmq.Context.instance().socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.connect(endpoint)
+    try:
+        socket.send_multipart(frames)
+        assert socket.poll(timeout_ms), "no reply"
+        reply: dict[str, Any] = msgpack.unpackb(socket.recv(), raw=False)
+        return reply
+    finally:
+        socket.close()
+
+
+def test_a_cluster_scheduled_end_to_end(running: Running) -> None:
+    with Client(running.endpoint, timeout=20) as client:
+        client.add_machines(machines(3))
+        for task_id in range(8):
+            client.submit_task(task_id, f"job{task_id % 2}")
+        round_reply = client.schedule()
+        placed = {d.task: d.to_machine for d in round_reply.deltas}
+        assert len(placed) == 6 and all(d.kind is DeltaKind.PLACE for d in round_reply.deltas)
+        status = client.status()
+        assert (status["running"], status["waiting"], status["machines"]) == (6, 2, 3)
+        done = next(iter(placed))
+        client.complete_task(done)
+        second = client.schedule()
+        assert len(second.deltas) == 1 and second.deltas[0].kind is DeltaKind.PLACE
+        assert client.status()["running"] == 6
+        with pytest.raises(RequestFailed) as info:
+            client.complete_task(12345)
+        assert info.value.status is Status.NOT_FOUND
+        with pytest.raises(RequestFailed) as info:
+            client.add_machines(machines(1))
+        assert info.value.status is Status.ALREADY_EXISTS
+    running.daemon.service.cluster.validate()
+
+
+def test_bad_frames_get_errors_and_change_nothing(running: Running) -> None:
+    with Client(running.endpoint) as client:
+        client.add_machines(machines(1))
+        client.submit_task(1, "j")
+    before = fingerprint(running.daemon.service)
+    limit = running.daemon.config.max_message_bytes
+    bad: list[tuple[list[bytes], str]] = [
+        ([b"\x93\x01"], "not a msgpack message"),
+        ([b"hello", b"world"], "expected one frame"),
+        ([b"\x00" * (limit + 1)], "exceeds the limit"),
+        ([encode_request("a", "task_submitted", {"task_id": "x", "job_id": "j"})], "integer"),
+        ([encode_request("b", "task_submitted", {"task_id": 1, "job_id": "j"})], "already"),
+        ([encode_request("c", "node_updated", {"machine_id": "zz", "slots": 3})], "no machine"),
+        ([encode_request("d", "task_updated", {"task_id": 1, "colour": "red"})], "colour"),
+    ]
+    for frames, words in bad:
+        reply = raw_exchange(running.endpoint, frames)
+        assert reply["status"] != "ok" and words in reply["reason"], (frames[0][:20], reply)
+    assert fingerprint(running.daemon.service) == before
+    with Client(running.endpoint) as client:
+        assert client.status()["tasks"] == 1
+
+
+VALID_MESSAGES: list[tuple[str, dict[str, Any]]] = [
+    ("task_submitted", {"task_id": 50, "job_id": "j", "request": {"cpu_millicores": 100}}),
+    ("task_completed", {"task_id": 1}),
+    ("task_failed", {"task_id": 2, "reason": "oom"}),
+    ("task_removed", {"task_id": 3}),
+    ("task_updated", {"task_id": 4, "priority": 2, "labels": {"a": "b"}}),
+    ("node_added", {"machines": [{"machine_id": "new", "capacity": {}, "slots": 1}]}),
+    ("node_failed", {"machine_id": "m0"}),
+    ("node_removed", {"machine_id": "m1"}),
+    ("node_updated", {"machine_id": "m0", "slots": 5}),
+    ("task_stats", {"task_id": 5, "usage": {"cpu_millicores": 10}}),
+    ("node_stats", {"machine_id": "m0", "usage": {"ram_bytes": 10}}),
+    ("status", {}),
+]
+
+
+def _mutate(value: Any, rng: random.Random) -> Any:
+    """A random change somewhere inside a message: a value replaced, a key dropped or added."""
+    if isinstance(value, dict) and value and rng.random() < 0.7:
+        key = rng.choice(sorted(value))
+        copy = dict(value)
+        roll = rng.random()
+        if roll < 0.2:
+            del copy[key]
+        elif roll < 0.3:
+            copy[f"extra{rng.randrange(3)}"] = rng.randrange(5)
+        else:
+            copy[key] = _mutate(copy[key], rng)
+        return copy
+    if isinstance(value, list) and value and rng.random() < 0.7:
+        index = rng.randrange(len(value))
+        return [*value[:index], _mutate(value[index], rng), *value[index + 1 :]]
+    return rng.choice(
+        [None, -1, 0, 7, 2**63, "", "m0", "x" * 300, [], {}, 1.5, True, b"\xff", [1, "a"]]
+    )
+
+
+fuzz_frames = st.one_of(
+    st.binary(max_size=200),
+    st.builds(
+        lambda index, seed: msgpack.packb(
+            _mutate(
+                {
+                    "v": 1,
+                    "id": f"fz{seed}",
+                    "type": VALID_MESSAGES[index][0],
+                    "body": VALID_MESSAGES[index][1],
+                },
+                random.Random(seed),
+            ),
+            use_bin_type=True,
+        ),
+        st.integers(0, len(VALID_MESSAGES) - 1),
+        st.integers(0, 2**32),
+    ),
+)
+
+
+def test_fuzzed_messages_leave_a_valid_state_that_replays(tmp_path: Path) -> None:
+    served = Running(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
+    try:
+        with Client(served.endpoint) as client:
+            client.add_machines(machines(3))
+            for task_id in range(10):
+                client.submit_task(task_id, "j")
+            client.schedule()
+        socket = zmq.Context.instance().socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.connect(served.endpoint)
+        service = served.daemon.service
+        sent = {"count": 0}
+
+        @settings(
+            max_examples=100,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        )
+        @given(st.lists(fuzz_frames, min_size=10, max_size=60))
+        def send_all(frames: list[bytes]) -> None:
+            for frame in frames:
+                seq = service.seq
+                socket.send(frame)
+                assert socket.poll(5000), "the daemon stopped answering"
+                _, status, reason, _ = decode_reply(socket.recv())
+                sent["count"] += 1
+                if status is not Status.OK:
+                    assert reason and service.seq == seq, (frame[:40], status, reason)
+                else:
+                    assert service.seq in (seq, seq + 1)
+
+        send_all()
+        socket.close()
+        assert sent["count"] >= 1000
+        service.cluster.validate()
+        with Client(served.endpoint) as client:
+            client.submit_task(10_000, "after")
+            assert client.status()["tasks"] == len(service.cluster.tasks)
+        expected = fingerprint(service)
+    finally:
+        served.stop()
+    restarted = SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
+    try:
+        assert fingerprint(restarted.service) == expected
+    finally:
+        restarted.close()
+
+
+def test_retries_are_applied_once_even_across_a_restart(tmp_path: Path) -> None:
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j")
+    served = Running(config)
+    with Client(served.endpoint) as client:
+        client.add_machines(machines(1))
+        first = client.request("task_submitted", {"task_id": 1, "job_id": "j"}, request_id="s1")
+        again = client.request("task_submitted", {"task_id": 1, "job_id": "j"}, request_id="s1")
+        assert first == again
+    served.stop()
+    served = Running(config)
+    try:
+        with Client(served.endpoint) as client:
+            reply = client.request("task_submitted", {"task_id": 1, "job_id": "j"}, request_id="s1")
+            assert reply == first
+            assert client.status()["tasks"] == 1
+    finally:
+        served.stop()
+
+
+def test_a_restart_recovers_the_acknowledged_state(tmp_path: Path) -> None:
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", snapshot_every=7)
+    served = Running(config)
+    with Client(served.endpoint, timeout=20) as client:
+        client.add_machines(machines(4))
+        for task_id in range(20):
+            client.submit_task(task_id, f"j{task_id % 3}")
+        client.schedule()
+        for task_id in range(0, 20, 3):
+            client.remove_task(task_id)
+        client.fail_machine("m0")
+    expected = fingerprint(served.daemon.service)
+    served.stop()
+    assert list((tmp_path / "j").glob("snapshot-*.pickle"))
+    restarted = SchedulingDaemon(config)
+    try:
+        assert fingerprint(restarted.service) == expected
+        restarted.service.cluster.validate()
+        tasks = restarted.service.cluster.tasks.values()
+        assert not any(t.machine_id == "m0" for t in tasks if t.state is TaskState.RUNNING)
+    finally:
+        restarted.close()
+
+
+def test_auto_scheduled_rounds_are_published(tmp_path: Path) -> None:
+    publish = "tcp://127.0.0.1:" + str(_free_port())
+    config = DaemonConfig(
+        bind="tcp://127.0.0.1:*", journal=tmp_path / "j", publish=publish, auto_schedule_ms=50
+    )
+    served = Running(config)
+    subscriber = zmq.Context.instance().socket(zmq.SUB)
+    subscriber.setsockopt(zmq.LINGER, 0)
+    subscriber.setsockopt(zmq.SUBSCRIBE, b"deltas")
+    subscriber.connect(publish)
+    try:
+        time.sleep(0.3)  # let the subscription reach the publisher
+        with Client(served.endpoint) as client:
+            client.add_machines(machines(2))
+            for task_id in range(3):
+                client.submit_task(task_id, "j")
+        placed: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(placed) < 3 and time.monotonic() < deadline:
+            if subscriber.poll(1000):
+                _topic, payload = subscriber.recv_multipart()
+                body = msgpack.unpackb(payload, raw=False)
+                placed.update(item[1] for item in body["deltas"] if item[0] == "place")
+        assert placed == {0, 1, 2}
+    finally:
+        subscriber.close()
+        served.stop()
+
+
+def _free_port() -> int:
+    socket = zmq.Context.instance().socket(zmq.REP)
+    port = socket.bind_to_random_port("tcp://127.0.0.1")
+    socket.close(linger=0)
+    return port
+
+
+def test_curve_serves_allowed_clients_only(tmp_path: Path) -> None:
+    server_dir, client_dir = tmp_path / "server", tmp_path / "client"
+    generate_key_pair(server_dir, "server")
+    public, secret = generate_key_pair(client_dir, "alice")
+    authorise_client(server_dir, public)
+    generate_key_pair(tmp_path / "mallory", "mallory")
+    config = DaemonConfig(
+        bind="tcp://127.0.0.1:*",
+        journal=tmp_path / "j",
+        curve=CurveServerKeys.load(server_dir),
+    )
+    served = Running(config)
+    try:
+        alice = CurveClientKeys.load(secret, server_dir / "server.key")
+        with Client(served.endpoint, curve=alice) as client:
+            assert client.status()["protocol"] == 1
+            client.add_machines(machines(1))
+        mallory = CurveClientKeys.load(
+            tmp_path / "mallory" / "mallory.key_secret", server_dir / "server.key"
+        )
+        for keys in (mallory, None):
+            with (
+                Client(served.endpoint, curve=keys, timeout=0.5, retries=1) as client,
+                pytest.raises(DaemonTimeout),
+            ):
+                evil = MachineSpec("evil", Resources(), 1).to_wire()
+                client.request("node_added", {"machines": [evil]})
+        assert "evil" not in served.daemon.service.cluster.machines
+    finally:
+        served.stop()
+
+
+def test_binding_beyond_loopback_needs_keys(tmp_path: Path) -> None:
+    for bind in ("tcp://0.0.0.0:7199", "tcp://*:7199", "tcp://10.1.2.3:7199"):
+        with pytest.raises(DaemonError, match="CURVE"):
+            SchedulingDaemon(DaemonConfig(bind=bind, journal=tmp_path / "j"))

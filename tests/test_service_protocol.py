@@ -1,0 +1,346 @@
+"""The daemon's protocol and its no-I/O core (firmament_py/service/protocol.py, state.py,
+journal.py): frames are checked field by field, the service state applies requests whole or not
+at all, replays its records into an equal state, answers retried request ids without applying
+them twice, and the journal survives a cut tail but not silent corruption."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from firmament_py.model.states import TaskState
+from firmament_py.service.journal import Journal, JournalError
+from firmament_py.service.protocol import (
+    REQUEST_FIELDS,
+    ProtocolError,
+    Request,
+    Status,
+    decode_request,
+    encode_request,
+)
+from firmament_py.service.state import ServiceState
+
+MACHINE = {"machine_id": "m0", "capacity": {"cpu_millicores": 4000}, "slots": 2}
+
+
+def request(kind: str, body: dict[str, Any], rid: str = "r") -> Request:
+    return decode_request(encode_request(rid, kind, body))
+
+
+def fingerprint(service: ServiceState) -> Any:
+    """A comparable description of the cluster state."""
+    cluster = service.cluster
+    return (
+        sorted((t.task_id, t.job_id, t.state.value, t.machine_id) for t in cluster.tasks.values()),
+        sorted(
+            (m.machine_id, m.rack_id, m.slots, m.capacity.as_tuple(), tuple(m.running_task_ids))
+            for m in cluster.machines.values()
+        ),
+        service.seq,
+    )
+
+
+# ---------------------------------------------------------------------- frames
+
+
+def test_a_request_round_trips() -> None:
+    body = {
+        "task_id": 7,
+        "job_id": "j",
+        "request": {"cpu_millicores": 500, "ram_bytes": 1 << 20},
+        "priority": 3,
+        "labels": {"team": "a"},
+        "selectors": [{"key": "zone", "op": "in", "values": ["x", "y"]}],
+    }
+    decoded = request("task_submitted", body, "abc")
+    assert decoded == Request("abc", "task_submitted", body)
+
+
+@pytest.mark.parametrize(
+    ("frame", "words"),
+    [
+        (b"\xc1", "not a msgpack message"),
+        (msgpack.packb([1, 2]), "must be a map"),
+        (msgpack.packb({"v": 2, "id": "a", "type": "status", "body": {}}), "protocol version"),
+        (msgpack.packb({"v": 1, "id": "", "type": "status", "body": {}}), "id must be"),
+        (msgpack.packb({"v": 1, "id": "a", "type": "nope", "body": {}}), "type must be one of"),
+        (msgpack.packb({"v": 1, "id": "a", "type": "status", "x": 1}), "x is not a field"),
+        (
+            msgpack.packb({"v": 1, "id": "a", "type": "task_completed", "body": {}}),
+            "body.task_id is missing",
+        ),
+        (
+            msgpack.packb({"v": 1, "id": "a", "type": "task_completed", "body": {"task_id": "7"}}),
+            "body.task_id must be an integer",
+        ),
+        (
+            msgpack.packb({"v": 1, "id": "a", "type": "task_completed", "body": {"task_id": -1}}),
+            "body.task_id must be in",
+        ),
+        (
+            msgpack.packb(
+                {"v": 1, "id": "a", "type": "task_removed", "body": {"task_id": 1, "why": 2}}
+            ),
+            "body.why is not a known field",
+        ),
+        (
+            msgpack.packb(
+                {
+                    "v": 1,
+                    "id": "a",
+                    "type": "node_added",
+                    "body": {"machines": [{**MACHINE, "capacity": {"gpus": 1}}]},
+                }
+            ),
+            "body.machines[0].capacity.gpus is not a resource",
+        ),
+        (
+            msgpack.packb(
+                {
+                    "v": 1,
+                    "id": "a",
+                    "type": "task_submitted",
+                    "body": {
+                        "task_id": 1,
+                        "job_id": "j",
+                        "selectors": [{"key": "k", "op": "~"}],
+                    },
+                }
+            ),
+            "body.selectors[0].op must be one of",
+        ),
+    ],
+)
+def test_malformed_frames_name_what_is_wrong(frame: bytes, words: str) -> None:
+    with pytest.raises(ProtocolError, match=words.replace("[", r"\[").replace("]", r"\]")) as info:
+        decode_request(frame)
+    assert info.value.status is Status.INVALID
+
+
+def test_the_request_id_survives_a_bad_body() -> None:
+    frame = msgpack.packb({"v": 1, "id": "keep", "type": "task_completed", "body": {}})
+    with pytest.raises(ProtocolError) as info:
+        decode_request(frame)
+    assert info.value.request_id == "keep"
+
+
+json_like = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats()
+    | st.text(max_size=8)
+    | st.binary(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=64) | json_like.map(lambda v: msgpack.packb(v, use_bin_type=True)))
+def test_garbage_decodes_or_is_refused_cleanly(frame: bytes) -> None:
+    try:
+        decode_request(frame)
+    except ProtocolError as error:
+        assert error.status is Status.INVALID and error.reason
+
+
+# ---------------------------------------------------------------------- the service state
+
+
+def test_requests_are_checked_against_the_state() -> None:
+    service = ServiceState()
+    reply, record = service.apply_request(request("node_added", {"machines": [MACHINE]}), 10)
+    assert reply.status is Status.OK and record is not None and record["seq"] == 1
+    cases = [
+        ("node_added", {"machines": [MACHINE]}, Status.ALREADY_EXISTS),
+        ("node_failed", {"machine_id": "nope"}, Status.NOT_FOUND),
+        ("task_completed", {"task_id": 5}, Status.NOT_FOUND),
+        ("task_stats", {"task_id": 5, "usage": {}}, Status.NOT_FOUND),
+    ]
+    before = fingerprint(service)
+    for index, (kind, body, status) in enumerate(cases):
+        reply, record = service.apply_request(request(kind, body, f"x{index}"), 20)
+        assert (reply.status, record) == (status, None), kind
+    assert fingerprint(service) == before
+
+
+def test_a_multi_machine_request_applies_whole_or_not_at_all() -> None:
+    service = ServiceState()
+    service.apply_request(
+        request("node_added", {"machines": [{**MACHINE, "rack_id": "r1", "pod_id": "p1"}]}), 1
+    )
+    before = fingerprint(service)
+    bad = [
+        {**MACHINE, "machine_id": "m1", "rack_id": "r2"},
+        {**MACHINE, "machine_id": "m2", "rack_id": "r1", "pod_id": "p2"},  # r1 is in p1
+    ]
+    reply, record = service.apply_request(request("node_added", {"machines": bad}, "b"), 2)
+    assert reply.status is Status.INVALID and "in pod 'p2'" in reply.reason and record is None
+    duplicate = [{**MACHINE, "machine_id": "m3"}, {**MACHINE, "machine_id": "m3"}]
+    reply, _ = service.apply_request(request("node_added", {"machines": duplicate}, "c"), 3)
+    assert reply.status is Status.ALREADY_EXISTS
+    assert fingerprint(service) == before
+
+
+def test_a_retried_request_id_is_answered_not_applied() -> None:
+    service = ServiceState()
+    service.apply_request(request("node_added", {"machines": [MACHINE]}, "add"), 1)
+    submit = request("task_submitted", {"task_id": 1, "job_id": "j"}, "sub")
+    first, record = service.apply_request(submit, 2)
+    again, second_record = service.apply_request(submit, 3)
+    assert record is not None and second_record is None
+    assert again.status is Status.OK and again.body == first.body
+    # A different id for the same task is a real duplicate.
+    other, _ = service.apply_request(request("task_submitted", {"task_id": 1, "job_id": "j"}), 4)
+    assert other.status is Status.ALREADY_EXISTS
+
+
+def test_replaying_the_records_gives_an_equal_state() -> None:
+    service = ServiceState()
+    records = []
+    steps = [
+        ("node_added", {"machines": [MACHINE, {**MACHINE, "machine_id": "m1"}]}),
+        ("task_submitted", {"task_id": 1, "job_id": "j", "labels": {"a": "b"}}),
+        ("task_submitted", {"task_id": 2, "job_id": "j"}),
+        ("task_updated", {"task_id": 2, "priority": 4}),
+    ]
+    for index, (kind, body) in enumerate(steps):
+        _, record = service.apply_request(request(kind, body, f"s{index}"), 10 + index)
+        records.append(record)
+    from firmament_py.flow.placement import DeltaKind, SchedulingDelta
+
+    decisions = [
+        SchedulingDelta(DeltaKind.PLACE, 1, None, "m0"),
+        SchedulingDelta(DeltaKind.PLACE, 2, None, "nope"),  # refused: no such machine
+    ]
+    outcome, record = service.apply_decisions(decisions, 20)
+    assert len(outcome.applied) == 1 and len(outcome.refused) == 1
+    records.append(record)
+    _, record = service.apply_request(request("task_completed", {"task_id": 1}, "done"), 30)
+    records.append(record)
+    assert service.cluster.tasks[1].state is TaskState.COMPLETED
+
+    fresh = ServiceState()
+    assert fresh.replay(copy.deepcopy(records)) == len(records)
+    assert fingerprint(fresh) == fingerprint(service)
+    # Retried ids are known after replay too, and the snapshot round-trips through pickle.
+    restored = ServiceState.from_snapshot(pickle.loads(pickle.dumps(fresh.snapshot())))
+    reply, record = restored.apply_request(request("task_completed", {"task_id": 1}, "done"), 40)
+    assert reply.status is Status.OK and record is None
+    assert fingerprint(restored) == fingerprint(service)
+
+
+# ---------------------------------------------------------------------- the journal
+
+
+def _records(count: int, start: int = 1) -> list[dict[str, Any]]:
+    return [{"seq": seq, "payload": "x" * seq} for seq in range(start, start + count)]
+
+
+def test_the_journal_recovers_what_was_flushed(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, fsync="always")
+    assert journal.recover() == (None, [])
+    for record in _records(5):
+        journal.append(record)
+    journal.flush()
+    journal.write_snapshot(5, {"state": 5})
+    for record in _records(3, start=6):
+        journal.append(record)
+    journal.flush()
+    journal.close()
+    payload, records = Journal(tmp_path).recover()
+    assert payload == {"state": 5}
+    assert [r["seq"] for r in records] == [6, 7, 8]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "log-000000000005.bin",
+        "snapshot-000000000005.pickle",
+    ]
+
+
+@pytest.mark.parametrize("cut", [1, 5, 9, 20])
+def test_a_cut_tail_is_truncated(tmp_path: Path, cut: int) -> None:
+    journal = Journal(tmp_path, fsync="never")
+    journal.recover()
+    for record in _records(4):
+        journal.append(record)
+    journal.close()
+    (log,) = tmp_path.glob("log-*.bin")
+    data = log.read_bytes()
+    log.write_bytes(data[:-cut])
+    _, records = Journal(tmp_path).recover()
+    assert [r["seq"] for r in records] == [1, 2, 3]
+    # The next append lands after the last whole record.
+    journal = Journal(tmp_path)
+    journal.recover()
+    journal.append({"seq": 4, "payload": "again"})
+    journal.close()
+    _, records = Journal(tmp_path).recover()
+    assert [r["seq"] for r in records] == [1, 2, 3, 4]
+
+
+def test_corruption_before_the_tail_is_an_error(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    journal.recover()
+    for record in _records(4):
+        journal.append(record)
+    journal.close()
+    (log,) = tmp_path.glob("log-*.bin")
+    data = bytearray(log.read_bytes())
+    data[12] ^= 0xFF  # inside the first record's payload
+    log.write_bytes(bytes(data))
+    with pytest.raises(JournalError, match="checksum"):
+        Journal(tmp_path).recover()
+
+
+def test_bad_fsync_policy_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="fsync must be one of"):
+        Journal(tmp_path, fsync="sometimes")
+
+
+def test_every_request_type_has_a_documented_table() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "protocol.md").read_text()
+    for kind, fields in REQUEST_FIELDS.items():
+        assert f"`{kind}`" in doc, kind
+        for name in fields:
+            assert f"`{name}`" in doc, (kind, name)
+
+
+def test_latency_samples_reach_the_cluster_state() -> None:
+    service = ServiceState()
+    two = {"machines": [MACHINE, {**MACHINE, "machine_id": "m1"}]}
+    service.apply_request(request("node_added", two, "add"), 1)
+    sample = {"machine_id": "m0", "peer_id": "m1", "latency_us": 120.5, "path": 2}
+    reply, record = service.apply_request(request("latency_stats", sample, "l1"), 2)
+    assert reply.status is Status.OK and record is not None
+    assert service.cluster.latency_us("m0", "m1") == 120.5
+    reply, _ = service.apply_request(
+        request("latency_stats", {**sample, "peer_id": "nope"}, "l2"), 3
+    )
+    assert reply.status is Status.NOT_FOUND and "nope" in reply.reason
+    with pytest.raises(ProtocolError, match="latency_us must be finite"):
+        request("latency_stats", {**sample, "latency_us": float("nan")})
+    fresh = ServiceState()
+    fresh.replay(
+        [
+            {
+                "seq": 1,
+                "time": 1,
+                "kind": "request",
+                "id": "add",
+                "type": "node_added",
+                "body": two,
+            },
+            record,
+        ]
+    )
+    assert fresh.cluster.latency_us("m0", "m1") == 120.5
