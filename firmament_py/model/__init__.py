@@ -14,6 +14,7 @@ from firmament_py.model.errors import ClusterError, IllegalTransition, Invariant
 from firmament_py.model.events import (
     ClusterEvent,
     Event,
+    LatencySample,
     MachineAdded,
     MachineEvent,
     MachineFailed,
@@ -73,6 +74,7 @@ __all__ = [
     "JobId",
     "LabelSelector",
     "Labels",
+    "LatencySample",
     "Machine",
     "MachineAdded",
     "MachineEvent",

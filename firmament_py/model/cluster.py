@@ -14,6 +14,9 @@ nothing else: no I/O, no clock, no solver, no policy. What it guarantees:
   re-queued as RUNNABLE, and the `TaskTransition` records say so.
 * Iteration follows insertion order everywhere, so the same events give the same state and the
   same records in the same order.
+* Network latency between machines (`LatencySample` events) is kept per pair of live machines:
+  the latest sample of each direction and path, served as the largest of them (the worst case
+  over the paths a flow may take). A machine that fails or is removed takes its samples along.
 
 Every change returns the `TaskTransition` records it caused, which later rooms (the graph
 manager, the service's replies, the simulator's metrics) consume.
@@ -29,6 +32,7 @@ from firmament_py.model.errors import ClusterError, InvariantViolation
 from firmament_py.model.events import (
     ClusterEvent,
     Event,
+    LatencySample,
     MachineAdded,
     MachineFailed,
     MachineRemoved,
@@ -68,6 +72,11 @@ class ClusterState:
         self._machines: dict[MachineId, Machine] = {}
         self._racks: dict[RackId, Rack] = {}
         self._pods: dict[PodId, Pod] = {}
+        # Latency: per pair (both orders share one dict), the latest sample of each (source
+        # machine, path); per machine, the pair's worst latency by peer; and a count of changes.
+        self._samples: dict[tuple[MachineId, MachineId], dict[tuple[MachineId, int], float]] = {}
+        self._peer_latency: dict[MachineId, dict[MachineId, float]] = {}
+        self._latency_version = 0
 
     # ------------------------------------------------------------------ reading
 
@@ -121,6 +130,22 @@ class ClusterState:
             return self._machines[machine_id]
         except KeyError:
             raise ClusterError(f"unknown machine {machine_id!r}") from None
+
+    def latency_us(self, machine_id: MachineId, peer_id: MachineId) -> float | None:
+        """The latency between two machines in microseconds: the largest of the latest samples
+        of every direction and path between them; None if none was reported."""
+        return self._peer_latency.get(machine_id, {}).get(peer_id)
+
+    def latencies_from(self, machine_id: MachineId) -> Mapping[MachineId, float]:
+        """Every machine with a latency sample to or from `machine_id`, and that latency (as
+        `latency_us`), in the order they were first reported (a read-only view)."""
+        return MappingProxyType(self._peer_latency.get(machine_id, {}))
+
+    @property
+    def latency_version(self) -> int:
+        """A count that grows whenever some pair's latency changes (a new sample that changes
+        its worst case, or a machine leaving with its samples): equal counts, equal latencies."""
+        return self._latency_version
 
     def runnable_tasks(self) -> list[Task]:
         """The tasks waiting for a machine, in submission order."""
@@ -187,6 +212,9 @@ class ClusterState:
                 transitions = ()
             case MachineStats():
                 self.machine(event.machine_id).measured_usage = event.usage
+                transitions = ()
+            case LatencySample():
+                self._record_latency(event)
                 transitions = ()
             case _:
                 raise TypeError(f"not a cluster event: {event!r}")
@@ -283,6 +311,7 @@ class ClusterState:
         for task_id in list(machine.running_task_ids):
             transitions.extend(self._evict(self._tasks[task_id], event.time, cause))
         del self._machines[machine.machine_id]
+        self._forget_latencies(machine.machine_id)
         rack = self._racks[machine.rack_id]
         del rack.machine_ids[machine.machine_id]
         if not rack.machine_ids:
@@ -292,6 +321,27 @@ class ClusterState:
             if not pod.rack_ids:
                 del self._pods[pod.pod_id]
         return tuple(transitions)
+
+    def _record_latency(self, event: LatencySample) -> None:
+        source, peer = self.machine(event.machine_id), self.machine(event.peer_id)
+        a, b = sorted((source.machine_id, peer.machine_id))
+        samples = self._samples.setdefault((a, b), {})
+        samples[(source.machine_id, event.path)] = event.latency_us
+        worst = max(samples.values())
+        if self._peer_latency.get(a, {}).get(b) != worst:
+            self._peer_latency.setdefault(a, {})[b] = worst
+            self._peer_latency.setdefault(b, {})[a] = worst
+            self._latency_version += 1
+
+    def _forget_latencies(self, machine_id: MachineId) -> None:
+        peers = self._peer_latency.pop(machine_id, {})
+        for peer in peers:
+            del self._peer_latency[peer][machine_id]
+            if not self._peer_latency[peer]:
+                del self._peer_latency[peer]
+            del self._samples[(min(machine_id, peer), max(machine_id, peer))]
+        if peers:
+            self._latency_version += 1
 
     def _update_machine(self, event: MachineUpdated) -> None:
         machine = self.machine(event.machine_id)
@@ -563,6 +613,7 @@ class ClusterState:
                 member = self._machines.get(machine_id)
                 if member is None or member.rack_id != rack.rack_id:
                     problems.append(f"rack {rack.rack_id!r} lists machine {machine_id!r}")
+        problems.extend(self._latency_violations())
         for pod in self._pods.values():
             if not pod.rack_ids:
                 problems.append(f"pod {pod.pod_id!r} has no racks")
@@ -570,6 +621,21 @@ class ClusterState:
                 listed = self._racks.get(rack_id)
                 if listed is None or listed.pod_id != pod.pod_id:
                     problems.append(f"pod {pod.pod_id!r} lists rack {rack_id!r}")
+        return problems
+
+    def _latency_violations(self) -> list[str]:
+        problems: list[str] = []
+        for (a, b), samples in self._samples.items():
+            if a not in self._machines or b not in self._machines:
+                problems.append(f"latency samples of {a!r} and {b!r}: not both live machines")
+            worst = max(samples.values(), default=None)
+            if worst is None or self._peer_latency.get(a, {}).get(b) != worst:
+                problems.append(f"the latency of {a!r} and {b!r} is not its worst sample")
+            if self._peer_latency.get(b, {}).get(a) != worst:
+                problems.append(f"the latency of {b!r} and {a!r} differs from its reverse")
+        pairs = sum(len(peers) for peers in self._peer_latency.values())
+        if pairs != 2 * len(self._samples):
+            problems.append(f"{pairs} latencies by peer for {len(self._samples)} sampled pairs")
         return problems
 
     def _task_violations(self, task: Task) -> list[str]:

@@ -1,7 +1,9 @@
 """The events that change the cluster state, as immutable values.
 
 They mirror the messages of Firmament's scheduler service (task submitted, completed, failed,
-removed, updated; node added, failed, removed, updated; task and node statistics). A driver
+removed, updated; node added, failed, removed, updated; task and node statistics), plus the
+network latency samples a PTPmesh or Pingmesh style measurement system reports between machines
+(`LatencySample`, for latency-aware policies such as NoMora). A driver
 (the daemon, the simulator, a test) builds them and hands them to `ClusterState.apply`; the
 scheduler queues those that arrive while a solver runs. Each carries the time it happened, in
 microseconds. Constructing an event checks its values (types, ranges, non-negative resources)
@@ -11,6 +13,7 @@ duplicates) is for `ClusterState` to decide. Fields are keyword-only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -203,6 +206,37 @@ class MachineStats(MachineEvent):
         _check_resources("a machine's measured usage", self.usage)
 
 
+@dataclass(frozen=True, kw_only=True)
+class LatencySample(MachineEvent):
+    """A network latency measured from machine `machine_id` to machine `peer_id`, in
+    microseconds, over one network path (`path`: any non-negative number the measurement system
+    uses to tell apart the equal-cost paths it probes, 0 if it does not).
+
+    The cluster keeps the latest sample of every (direction, path) of a pair and serves the
+    pair's latency as the largest of them: the worst case over the paths a flow could take
+    (ECMP), as NoMora does. A sample of a pair with itself is refused when made."""
+
+    peer_id: MachineId
+    latency_us: float
+    path: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_name("machine", self.peer_id)
+        if self.peer_id == self.machine_id:
+            raise ValueError(f"a latency sample needs two machines, got {self.machine_id!r} twice")
+        if isinstance(self.latency_us, bool) or not isinstance(self.latency_us, int | float):
+            raise TypeError(
+                f"latency_us must be a number of microseconds, not "
+                f"{type(self.latency_us).__name__}: {self.latency_us!r}"
+            )
+        if not math.isfinite(self.latency_us) or self.latency_us < 0:
+            raise ValueError(f"latency_us must be finite and non-negative, got {self.latency_us!r}")
+        object.__setattr__(self, "latency_us", float(self.latency_us))
+        if check_int64("path", self.path) < 0:
+            raise ValueError(f"path must not be negative, got {self.path}")
+
+
 ClusterEvent: TypeAlias = (
     TaskSubmitted
     | TaskCompleted
@@ -215,5 +249,6 @@ ClusterEvent: TypeAlias = (
     | MachineUpdated
     | TaskStats
     | MachineStats
+    | LatencySample
 )
 """Every event `ClusterState.apply` accepts."""

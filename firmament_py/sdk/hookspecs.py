@@ -74,6 +74,8 @@ machine joins, leaves or changes labels; `task_to_unscheduled` every round for e
 task, and continuation and preemption every round for running tasks when preemption is on;
 every class's arcs every round; `unscheduled_to_sink` every round. So an answer that depends on
 the waiting tasks or on time belongs on a class's arcs (asked every round), not on a machine's.
+The same holds for latencies between machines (`cluster.latency_us`, from `LatencySample`
+events): a new sample marks nothing as changed, so costs that follow it belong on class arcs.
 """
 
 from __future__ import annotations

@@ -544,9 +544,9 @@ class _WaitingTasks(Mapping[TaskId, Task]):
 
 class ClusterView:
     """What a policy may know about the cluster: every task, job, machine, rack and pod (as
-    read-only views), the current time, the resources' statistics, and whether the graph is
-    built with preemption. Every hook that needs more than its own arguments takes this as
-    `cluster`.
+    read-only views), the current time, the resources' statistics, the latencies reported
+    between machines, and whether the graph is built with preemption. Every hook that needs
+    more than its own arguments takes this as `cluster`.
 
     The scheduler builds one over its `ClusterState` and the statistics it keeps; lookups of
     unknown ids raise the model's `ClusterError` (a `ValueError`), as `ClusterState` does.
@@ -638,6 +638,23 @@ class ClusterView:
         if ref.kind is ResourceKind.RACK:
             return ref.id in self._state.racks
         return ref.id in self._state.pods
+
+    def latency_us(self, machine_id: MachineId, peer_id: MachineId) -> float | None:
+        """The network latency between two machines in microseconds, as the latest
+        `LatencySample` events report it: the largest of the latest samples of every direction
+        and path between them (the worst case over paths); None if none was reported."""
+        return self._state.latency_us(machine_id, peer_id)
+
+    def latencies_from(self, machine_id: MachineId) -> Mapping[MachineId, float]:
+        """Every machine with a reported latency to or from `machine_id`, and that latency in
+        microseconds (as `latency_us`), read-only."""
+        return self._state.latencies_from(machine_id)
+
+    @property
+    def latency_version(self) -> int:
+        """A count that grows whenever a reported latency changes: a policy that prices by
+        latency can keep its costs while this stays the same."""
+        return self._state.latency_version
 
     def stats(self, ref: ResourceRef) -> ResourceStats:
         """The statistics of `ref` from the latest completed statistics pass.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from firmament_py.model.events import (
+    LatencySample,
     MachineAdded,
     MachineFailed,
     MachineRemoved,
@@ -71,6 +72,7 @@ WorkloadItem: TypeAlias = (
     | MachineRemoved
     | MachineUpdated
     | MachineStats
+    | LatencySample
 )
 """Everything a workload may contain. Task completions are not among them: the simulator
 derives them from runtimes and placements."""

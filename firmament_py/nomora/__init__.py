@@ -1,0 +1,15 @@
+"""NoMora: latency-driven, application-performance-aware scheduling (Popescu and Moore; the
+tech report /work/shared/papers/nomora-techreport.txt and the article
+/work/shared/papers/nomora-article.txt).
+
+* `latency`: latency sources (topology defaults, a replayed trace, live samples) and traces;
+* `performance`: the application performance functions (the paper's four fitted ones and users'
+  own), their 10 µs lookup tables, the cost NoMora derives from a performance, function files;
+* `fitting`: fitting the two-piece model (threshold, then a cubic) to measurements with scipy;
+* `simulation`: the paper's simulation setup (section 6) on this port's simulator;
+* `experiment`: the `nomora-*` experiments;
+* `cli`: the `nomora` command group (`fit`, `functions`, `trace`).
+
+The policy itself is `firmament_policies.nomora` (policies/nomora.py); drivers find the latency
+sources as `firmament_plugins.latency` too (plugins/latency.py).
+"""

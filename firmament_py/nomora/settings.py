@@ -1,0 +1,74 @@
+"""NoMora's policy settings (the typed parameters of `firmament_policies.nomora`), kept in the
+package so that the simulation and the experiments can name them: the policy module itself
+installs as `firmament_policies`, outside what the type checker follows.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from firmament_py.sdk import MAX_COST
+
+__all__ = ["APPLICATION_LABEL", "BetaMode", "NomoraSettings"]
+
+APPLICATION_LABEL = "nomora.app"
+"""Task label naming the job's application (its performance function)."""
+
+
+class BetaMode(enum.Enum):
+    """What a running task's cost to stay is reduced by, with preemption."""
+
+    RUN_TIME = "run-time"
+    """beta = the time the task has already run (Quincy's and the paper's default)."""
+    ZERO = "zero"
+    """beta = 0: the paper's variant that migrates whenever a cheaper machine is free."""
+
+
+def _non_negative_int(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class NomoraSettings:
+    """The policy's parameters, with the papers' defaults where they give one.
+
+    `machine_threshold` (p_m) and `rack_threshold` (p_r): the highest cost of a machine or rack
+    arc (100 is performance 1). `wait_cost_per_second` (omega) and `unscheduled_cost` (gamma):
+    a = omega x whole seconds waited + gamma; the papers give gamma = 1001 but no omega.
+    `preemption` and `beta`: see the policy's docstring; `run_credit_per_second` scales beta.
+    `default_application`: the function of jobs without the `nomora.app` label (None:
+    latency-insensitive)."""
+
+    machine_threshold: int = 105
+    rack_threshold: int = 110
+    wait_cost_per_second: int = 1
+    unscheduled_cost: int = 1001
+    preemption: bool = False
+    beta: BetaMode = BetaMode.RUN_TIME
+    run_credit_per_second: int = 1
+    default_application: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in (
+            "machine_threshold",
+            "rack_threshold",
+            "wait_cost_per_second",
+            "unscheduled_cost",
+            "run_credit_per_second",
+        ):
+            _non_negative_int(name, getattr(self, name))
+        if self.unscheduled_cost > MAX_COST:
+            raise ValueError(f"unscheduled_cost must be at most {MAX_COST}")
+        if not isinstance(self.preemption, bool):
+            raise ValueError(f"preemption must be a bool, got {self.preemption!r}")
+        if not isinstance(self.beta, BetaMode):
+            raise ValueError(f"beta must be a BetaMode, got {self.beta!r}")
+
+    def describe(self) -> str:
+        text = f"p_m {self.machine_threshold}, p_r {self.rack_threshold}"
+        if self.preemption:
+            text += ", preemption" + (", beta 0" if self.beta is BetaMode.ZERO else "")
+        return text
