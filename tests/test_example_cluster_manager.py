@@ -1,0 +1,291 @@
+"""The cluster manager example (examples/cluster_manager/manager.py) end to end: against a real
+daemon it runs every placed task as a real process, reports completions and the failure it
+was built to have, and the daemon (its `status`, and its state recovered from the journal)
+agrees; the command line does the same with `--spawn-daemon`; PREEMPT and MIGRATE deltas
+terminate the process without reporting it and start it again where the daemon says; and the
+quincy policy, on the locality scenario, really migrates a task through the daemon."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from firmament_py.flow.placement import DeltaKind, SchedulingDelta
+from firmament_py.model.resources import Resources
+from firmament_py.model.states import TaskState
+from firmament_py.service import MachineSpec, RoundReply
+from firmament_py.service.journal import Journal
+from firmament_py.service.state import ServiceState
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster_manager" / "manager.py"
+
+
+@pytest.fixture(scope="module")
+def example() -> ModuleType:
+    """examples/cluster_manager/manager.py as a module (examples/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("cluster_manager_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    return module
+
+
+def test_the_demo_jobs_are_what_they_claim(example: Any) -> None:
+    jobs = example.demo_jobs(2, 3, failures=1, first_task_id=10)
+    tasks = [task for job in jobs for task in job.tasks]
+    assert [task.task_id for task in tasks] == list(range(10, 16))
+    assert [task.expect_success for task in tasks] == [True, True, False, True, True, True]
+    assert {task.job_id for task in tasks} == {"sleep-0", "primes-1"}
+    with pytest.raises(ValueError):
+        example.demo_jobs(2, 3, failures=3)
+
+
+def test_the_manager_runs_every_task_and_the_daemon_agrees(example: Any, tmp_path: Path) -> None:
+    journal, workdir = tmp_path / "journal", tmp_path / "machines"
+    jobs = example.demo_jobs(2, 3, failures=1, seconds=0.2)
+    out = io.StringIO()
+    with (
+        example.spawned_daemon("load-spreading", journal) as daemon,
+        example.ManagerClient(daemon.endpoint) as client,
+    ):
+        manager = example.ClusterManager(
+            client, example.demo_machines(2, 2), jobs, workdir, out=out, timeout=60.0
+        )
+        summary = manager.run()
+    log = out.getvalue()
+    assert summary.ok and not summary.timed_out, log
+    outcomes = {run.spec.task_id: run.outcome.value for run in summary.tasks}
+    assert outcomes == {1: "completed", 2: "completed", 3: "failed"} | {
+        task: "completed" for task in (4, 5, 6)
+    }, log
+    for run in summary.tasks:
+        assert run.attempts == 1 and run.machines[0] in {"local-0", "local-1"}, log
+        # The process really ran, in its machine's directory.
+        assert run.log_path == workdir / run.machines[0] / f"task-{run.spec.task_id}.attempt-1.log"
+        assert run.log_path.exists()
+    failed = summary.tasks[2]
+    assert failed.returncode == 3 and "failing on purpose" in failed.reason, log
+    assert summary.deltas[DeltaKind.PLACE] == 6, log
+    # The daemon's status agrees...
+    status = summary.daemon_status
+    assert (status["machines"], status["tasks"], status["waiting"], status["running"]) == (
+        2,
+        6,
+        0,
+        0,
+    )
+    assert summary.daemon_agrees
+    # ...and so does its state, recovered from the journal it wrote.
+    payload, records = Journal(journal).recover()
+    assert payload is not None
+    state = ServiceState.from_snapshot(payload)
+    state.replay(records)
+    tasks = state.cluster.tasks
+    assert {task_id: tasks[task_id].state for task_id in tasks} == {
+        task_id: TaskState.COMPLETED if outcome == "completed" else TaskState.FAILED
+        for task_id, outcome in outcomes.items()
+    }
+    assert tasks[3].failure_reason == failed.reason
+    assert "FAILED  task 3 (sleep-0)" in log and log.count("  done    task ") == 5
+
+
+def test_the_command_line_spawns_a_daemon_and_drives_it(tmp_path: Path) -> None:
+    argv = [
+        sys.executable,
+        str(EXAMPLE),
+        "--spawn-daemon",
+        "--machines=2",
+        "--slots=2",
+        "--jobs=2",
+        "--tasks-per-job=3",
+        "--failures=1",
+        "--task-seconds=0.2",
+        f"--workdir={tmp_path}",
+    ]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "(policy load-spreading)" in output
+    assert "6 tasks on 2 machines" in output and "5 completed, 1 failed, 0 unfinished" in output
+    assert "-> agrees" in output and "all tasks ended as expected" in output
+    assert "exit status 3: error: input shard is corrupt (failing on purpose)" in output
+
+
+def test_the_command_line_rejects_bad_arguments(example: Any) -> None:
+    for argv in (
+        [],
+        ["--daemon", "tcp://127.0.0.1:1", "--spawn-daemon"],
+        ["--spawn-daemon", "--jobs", "1", "--failures", "2"],
+        ["--spawn-daemon", "--machines", "0"],
+        ["--daemon", "tcp://127.0.0.1:1", "--policy", "trivial"],
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            example.main(argv, out=io.StringIO())
+        assert exit_info.value.code == 2, argv
+
+
+def test_the_manager_client_never_retries_a_round(example: Any, tmp_path: Path) -> None:
+    """A `schedule` retried while its round runs would be queued for a second round whose
+    deltas the client drops; `ManagerClient` waits once instead, however short its timeout
+    for other requests."""
+    with (
+        example.spawned_daemon("trivial", tmp_path / "journal") as daemon,
+        example.ManagerClient(daemon.endpoint, timeout=0.02, retries=50) as client,
+    ):
+        client.add_machines(example.demo_machines(1, 2))
+        client.submit_task(1, "job")
+        reply = client.schedule()  # the first round loads kernels: far longer than 20 ms
+        assert [(d.kind, d.task) for d in reply.deltas] == [(DeltaKind.PLACE, 1)]
+        assert (client.timeout, client.retries) == (0.02, 50)
+        time.sleep(0.3)
+        status = client.status()
+        assert (status["rounds"], status["round_in_flight"]) == (1, False)
+
+
+class ScriptedDaemon:
+    """A stand-in daemon whose rounds answer scripted deltas, recording the reports. Round
+    `i` (from 0) is not answered before the files `wait_for[i]` exist."""
+
+    def __init__(
+        self,
+        rounds: list[list[SchedulingDelta[int, str]]],
+        wait_for: Mapping[int, list[Path]] | None = None,
+    ) -> None:
+        self.rounds = rounds
+        self.wait_for = wait_for or {}
+        self.round = 0
+        self.reports: list[tuple[str, int]] = []
+
+    def add_machines(self, machines: Iterable[MachineSpec]) -> int:
+        return 1
+
+    def submit_task(
+        self,
+        task_id: int,
+        job_id: str,
+        *,
+        request: Resources | None = None,
+        priority: int = 0,
+        labels: Mapping[str, str] | None = None,
+        selectors: Iterable[Mapping[str, Any]] = (),
+    ) -> int:
+        return 1
+
+    def complete_task(self, task_id: int) -> int:
+        self.reports.append(("completed", task_id))
+        return 1
+
+    def fail_task(self, task_id: int, reason: str = "") -> int:
+        self.reports.append(("failed", task_id))
+        return 1
+
+    def remove_task(self, task_id: int) -> int:
+        self.reports.append(("removed", task_id))
+        return 1
+
+    def schedule(self) -> RoundReply:
+        deadline = time.monotonic() + 20
+        while not all(path.exists() for path in self.wait_for.get(self.round, [])):
+            assert time.monotonic() < deadline, f"round {self.round} waited too long"
+            time.sleep(0.01)
+        deltas = self.rounds[self.round] if self.round < len(self.rounds) else []
+        self.round += 1
+        return RoundReply(self.round, deltas, [], 0, "scripted", {}, [], 0)
+
+    def status(self) -> dict[str, Any]:
+        return {"running": 0, "waiting": 0}
+
+
+def test_preempt_and_migrate_stop_the_process_and_start_it_where_the_daemon_says(
+    example: Any, tmp_path: Path
+) -> None:
+    # Each attempt leaves "started-TASK-ATTEMPT" in its machine's directory at once and
+    # "finished-TASK-ATTEMPT" after a second, unless it is terminated first.
+    code = (
+        "import os, time; name = os.environ['FIRMAMENT_TASK_ID'] + '-' + "
+        "os.environ['FIRMAMENT_ATTEMPT']; open('started-' + name, 'w').close(); "
+        "time.sleep(1.0); open('finished-' + name, 'w').close()"
+    )
+    tasks = tuple(
+        example.TaskSpec(task_id, "job", (sys.executable, "-c", code), Resources())
+        for task_id in (1, 2)
+    )
+    place, preempt, migrate = DeltaKind.PLACE, DeltaKind.PREEMPT, DeltaKind.MIGRATE
+    daemon = ScriptedDaemon(
+        [
+            [SchedulingDelta(place, 1, None, "m0"), SchedulingDelta(place, 2, None, "m1")],
+            [SchedulingDelta(preempt, 1, "m0", None), SchedulingDelta(migrate, 2, "m1", "m0")],
+            [SchedulingDelta(place, 1, None, "m1")],
+        ],
+        # The preemption and the migration come once both first attempts have started.
+        wait_for={1: [tmp_path / "m0" / "started-1-1", tmp_path / "m1" / "started-2-1"]},
+    )
+    out = io.StringIO()
+    manager = example.ClusterManager(
+        daemon,
+        [],
+        [example.JobSpec("job", tasks)],
+        tmp_path,
+        out=out,
+        round_interval=0.2,
+        timeout=30.0,
+    )
+    summary = manager.run()
+    log = out.getvalue()
+    assert summary.ok, log
+    # Only the last attempts' exits were reported, once each; nothing failed.
+    assert sorted(daemon.reports) == [("completed", 1), ("completed", 2)], log
+    first, second = summary.tasks
+    assert (first.attempts, first.machines, first.preemptions) == (2, ["m0", "m1"], 1)
+    assert (second.attempts, second.machines, second.migrations) == (2, ["m1", "m0"], 1)
+    names = {path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*ed-*")}
+    assert names == {
+        "m0/started-1-1",  # preempted: terminated before it finished
+        "m1/started-1-2",
+        "m1/finished-1-2",
+        "m1/started-2-1",  # migrated away: terminated there...
+        "m0/started-2-2",  # ...and started afresh on the new machine
+        "m0/finished-2-2",
+    }, log
+    assert "PREEMPT task 1 (job) on m0: terminated; re-queued by the daemon" in log
+    assert "MIGRATE task 2 (job): terminated on m1, restarting on m0" in log
+
+
+def test_quincy_migrates_a_task_towards_its_data(example: Any, tmp_path: Path) -> None:
+    """Real rounds of the quincy policy (see `locality_jobs`: the migration rests on the wall
+    clock, with about half a second to spare either way)."""
+    out = io.StringIO()
+    with (
+        example.spawned_daemon("quincy", tmp_path / "journal") as daemon,
+        example.ManagerClient(daemon.endpoint) as client,
+    ):
+        manager = example.ClusterManager(
+            client,
+            example.locality_machines(),
+            example.locality_jobs(),
+            tmp_path / "machines",
+            out=out,
+            round_interval=0.25,
+            timeout=60.0,
+        )
+        summary = manager.run()
+    log = out.getvalue()
+    assert summary.ok and summary.daemon_agrees, log
+    small, big = summary.tasks
+    assert small.machines == ["local-0"], log
+    assert (big.machines, big.migrations) == (["local-1", "local-0"], 1), log
+    assert summary.deltas == {DeltaKind.PLACE: 2, DeltaKind.PREEMPT: 0, DeltaKind.MIGRATE: 1}
