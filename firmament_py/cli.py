@@ -1,6 +1,7 @@
 """The `firmament-py` command line: solve DIMACS flow problems, generate scheduling graphs,
 list the installed scheduling policies, simulate a cluster under a policy, sweep a grid of
-simulations in parallel, and reproduce the paper's experiments.
+simulations in parallel, reproduce the papers' experiments, and serve the scheduling daemon
+(`serve` and `keys` live in `firmament_py/service/cli.py`).
 
 `solve` behaves like Firmament's solver process: it reads a stream of rounds (a whole problem,
 then incremental changes, each ended by `c EOI`), solves each round from the previous solution,
@@ -33,7 +34,9 @@ from firmament_py.flow.dimacs import (
 )
 from firmament_py.flow.graph import FlowGraphError
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.nomora.cli import nomora
 from firmament_py.sdk import PolicyError, available_policies, load_policy
+from firmament_py.service.cli import keys, serve
 from firmament_py.sim.experiments import SCALES, experiment_names, run_experiment
 from firmament_py.sim.google_trace import BadRow, TraceError
 from firmament_py.sim.report import (
@@ -49,6 +52,8 @@ from firmament_py.sim.simulator import Accounting
 from firmament_py.sim.sweep import DEFAULT_METRIC, check_metric, parse_sweep_arguments, run_sweep
 from firmament_py.solvers import SolverError, make_solver
 from firmament_py.solvers.optimality import OptimalityError, verify
+from firmament_py.workflows.cli import workflow
+from firmament_py.zoe.cli import zoe
 
 ALGORITHMS = ["relax", "relaxation", "cost-scaling", "ssp", "race"]
 
@@ -496,8 +501,9 @@ def sweep(
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table.")
 def experiment(name: str, scale: str, out: str | None, quiet: bool) -> None:
-    """Reproduce one of Firmament's experiments (docs/experiments.md): measure, plot, and
-    compare the key claim with the paper's number."""
+    """Reproduce one of the papers' experiments: Firmament's figures (docs/experiments.md),
+    NoMora's (docs/nomora.md), Zoe's (docs/zoe.md) and the network-task workflows'
+    (docs/workflows.md). Measures, plots, and sets each key claim beside the paper's number."""
     err = Console(stderr=True)
     directory = Path(out) if out is not None else Path("experiments") / name
     try:
@@ -521,6 +527,14 @@ def experiment(name: str, scale: str, out: str | None, quiet: bool) -> None:
         Console().print(result.table)
         Console().print(result.medians_table())
         err.print(f"wrote the results to {directory}/")
+
+
+# Commands that live beside the code they drive.
+main.add_command(serve)
+main.add_command(keys)
+main.add_command(workflow)
+main.add_command(zoe)
+main.add_command(nomora)
 
 
 if __name__ == "__main__":

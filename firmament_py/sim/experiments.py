@@ -1,6 +1,7 @@
 """The experiments `firmament-py experiment NAME` runs, by name: Firmament's figures
-(`firmament_figures`) and the experiments of the other papers this port reproduces. Each is an
-`Experiment` (see `firmament_py.sim.experiment` for what a run measures and writes);
+(`firmament_figures`), then NoMora's (`firmament_py.nomora.experiment`), Zoe's
+(`firmament_py.zoe.experiment`) and the network-task workflows' (`firmament_py.workflows`).
+Each is an `Experiment` (see `firmament_py.sim.experiment` for what a run measures and writes);
 `run_experiment` runs one by name, `read_result` renders a saved run's CSV anew.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from firmament_py.nomora.experiment import NOMORA_GOOGLE
 from firmament_py.sim.experiment import (
     CSV_COLUMNS,
     SCALES,
@@ -31,6 +33,8 @@ from firmament_py.sim.firmament_figures import (
     Fig18Params,
     Fig816Params,
 )
+from firmament_py.workflows.experiment import NETWORK_TASKS
+from firmament_py.zoe.experiment import ZOE_PREEMPTION, ZOE_TURNAROUND
 
 __all__ = [
     "CSV_COLUMNS",
@@ -52,7 +56,18 @@ __all__ = [
 ]
 
 EXPERIMENTS: dict[str, Experiment[Any]] = {
-    experiment.name: experiment for experiment in (FIG7, FIG8_16, FIG9, FIG12A, FIG18)
+    experiment.name: experiment
+    for experiment in (
+        FIG7,
+        FIG8_16,
+        FIG9,
+        FIG12A,
+        FIG18,
+        NOMORA_GOOGLE,
+        ZOE_TURNAROUND,
+        ZOE_PREEMPTION,
+        NETWORK_TASKS,
+    )
 }
 """The experiments by name: Firmament's in the paper's order, then the other papers'."""
 
