@@ -340,7 +340,10 @@ class SchedulingDaemon:
         self._round = _Round(self._round_ids, self._next_round_waiters, time.monotonic())
         self._next_round_waiters = []
         self._last_round_start = self._round.started
+        # The replica's clock moves to the round's time; so does this state's, so that every
+        # later record is at that time or after (even if the wall clock steps back).
         now = self.service.clock(_wall_us())
+        self.service.advance(now)
         self._worker.send_multipart([b"decide", _pack([self._round.round_id, now])])
 
     def _serve_worker(self) -> None:

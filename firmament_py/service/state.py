@@ -176,6 +176,11 @@ class ServiceState:
         """The time of something happening now: the wall clock, never before the state's."""
         return max(self.cluster.now, wall_us)
 
+    def advance(self, time: Time) -> None:
+        """Move the clock to `time` (a round's), if it is later. Not journaled: every record
+        after it carries a time at least as late, and replay moves the clock with them."""
+        _advance(self.cluster, time)
+
     def apply_request(self, request: Request, time: Time) -> tuple[Reply, dict[str, Any] | None]:
         """Check and apply a state-changing request at `time`: its reply, and the record to
         journal (None if nothing changed: refused, or a retry of an applied request id)."""
