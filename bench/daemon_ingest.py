@@ -5,8 +5,10 @@ Starts `firmament-py serve` on loopback with a round every `--round-ms` (auto-sc
 `--machines` machines, then runs `--clients` client processes for `--seconds`. Each client
 sends, one request at a time, a stream of task events: it submits a task, and once it has
 `--live` tasks of its own, removes its oldest one with each new submission, so the cluster stays
-near `clients x live` tasks while rounds keep placing the new ones. Every request's latency is
-measured on the client (send to reply). Reported: events per second (all clients), latency
+near `clients x live` tasks while rounds keep placing the new ones. A client keeps up to
+`--window` requests awaiting replies (1: one at a time; more: a manager sending a burst of
+events, as `Client.pipeline` does). Every request's latency is measured on the client (send to
+reply). Reported: events per second (all clients), latency
 p50 / p99 / max, and the rounds the daemon ran with their median and p99 duration (from the
 published deltas, which carry each round's timings). Medians over `--repeats` runs.
 
@@ -32,7 +34,15 @@ import numpy as np
 import zmq
 
 from firmament_py.model.resources import Resources
-from firmament_py.service import Client, MachineSpec
+from firmament_py.service import Client, MachineSpec, Status
+from firmament_py.service.journal import Journal
+from firmament_py.service.protocol import (
+    decode_reply,
+    decode_request,
+    encode_reply,
+    encode_request,
+)
+from firmament_py.service.state import ServiceState
 
 
 def free_port() -> int:
@@ -42,26 +52,77 @@ def free_port() -> int:
 
 
 def client_main(
-    endpoint: str, index: int, seconds: float, live: int, start: float, out: Any
+    endpoint: str, index: int, seconds: float, live: int, window: int, start: float, out: Any
 ) -> None:
-    """One client: submit and remove tasks until `start + seconds`; send back latencies."""
+    """One client on its own DEALER socket: submit and remove tasks until `start + seconds`,
+    with up to `window` requests awaiting replies; send back every request's latency (send to
+    reply) and how many were not OK."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
     latencies: list[float] = []
-    with Client(endpoint, timeout=10.0, retries=0) as client:
-        while time.time() < start:
-            time.sleep(0.001)
-        next_id = index << 40
-        own: list[int] = []
-        deadline = start + seconds
-        while time.time() < deadline:
-            began = time.perf_counter()
+    failed = 0
+    sent: dict[str, float] = {}
+    next_id = index << 40
+    own: list[int] = []
+    counter = 0
+    while time.time() < start:
+        time.sleep(0.001)
+    deadline = start + seconds
+    while time.time() < deadline or sent:
+        while len(sent) < window and time.time() < deadline:
             if len(own) >= live:
-                client.remove_task(own.pop(0))
+                kind, body = "task_removed", {"task_id": own.pop(0)}
             else:
-                client.submit_task(next_id, f"c{index}-j{next_id % 50}")
+                kind, body = (
+                    "task_submitted",
+                    {"task_id": next_id, "job_id": f"c{index}-j{next_id % 50}"},
+                )
                 own.append(next_id)
                 next_id += 1
-            latencies.append(time.perf_counter() - began)
-    out.put(latencies)
+            counter += 1
+            rid = f"{index}-{counter}"
+            sent[rid] = time.perf_counter()
+            sock.send(encode_request(rid, kind, body))
+        if not sock.poll(10_000):
+            raise RuntimeError(f"client {index}: no reply in 10 s")
+        rid, status, _, _ = decode_reply(sock.recv())
+        latencies.append(time.perf_counter() - sent.pop(rid))
+        failed += status is not Status.OK
+    sock.close()
+    out.put((latencies, failed))
+
+
+def request_path_us(machines: int, events: int = 20_000) -> float:
+    """Microseconds per task submission through the daemon's request path alone, in this
+    process and without sockets: decode and check the frame, apply it to the state, journal
+    the record (written, not fsynced), encode the reply."""
+    service = ServiceState()
+    added = [
+        {"machine_id": f"m{i:05d}", "capacity": {"cpu_millicores": 16000}, "slots": 12}
+        for i in range(machines)
+    ]
+    service.apply_request(
+        decode_request(encode_request("add", "node_added", {"machines": added})), 1
+    )
+    frames = [
+        encode_request(f"r{i}", "task_submitted", {"task_id": i, "job_id": f"j{i % 50}"})
+        for i in range(events)
+    ]
+    with tempfile.TemporaryDirectory() as directory:
+        journal = Journal(directory, fsync="never")
+        journal.recover()
+        began = time.perf_counter()
+        for frame in frames:
+            request = decode_request(frame)
+            reply, record = service.apply_request(request, service.clock(2))
+            if record is not None:
+                journal.append(record)
+            encode_reply(request.request_id, reply.status, reply.reason, reply.body)
+        journal.flush()
+        elapsed = time.perf_counter() - began
+        journal.close()
+    return elapsed / events * 1e6
 
 
 def run_once(args: argparse.Namespace) -> dict[str, float]:
@@ -119,13 +180,15 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             workers = [
                 context.Process(
                     target=client_main,
-                    args=(endpoint, index, args.seconds, args.live, start, out),
+                    args=(endpoint, index, args.seconds, args.live, args.window, start, out),
                 )
                 for index in range(args.clients)
             ]
             for worker in workers:
                 worker.start()
-            latencies = np.concatenate([np.array(out.get()) for _ in workers])
+            answers = [out.get() for _ in workers]
+            latencies = np.concatenate([np.array(lat) for lat, _ in answers])
+            failed = sum(f for _, f in answers)
             for worker in workers:
                 worker.join()
             stop.set()
@@ -135,6 +198,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             daemon.wait(30)
     return {
         "events_per_s": len(latencies) / args.seconds,
+        "failed": float(failed),
         "p50_ms": float(np.percentile(latencies, 50) * 1e3),
         "p99_ms": float(np.percentile(latencies, 99) * 1e3),
         "max_ms": float(latencies.max() * 1e3),
@@ -151,10 +215,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--live", type=int, default=500, help="tasks each client keeps")
     parser.add_argument("--round-ms", type=int, default=100)
+    parser.add_argument(
+        "--window", type=int, default=1, help="requests each client keeps awaiting replies"
+    )
     parser.add_argument("--policy", default="trivial")
     parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    costs = [request_path_us(args.machines) for _ in range(3)]
+    print(f"request path alone: {statistics.median(costs):.1f} us per event (median of 3)")
     runs = []
     for repeat in range(args.repeats):
         result = run_once(args)
@@ -162,7 +231,8 @@ def main() -> None:
         print(f"run {repeat + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in result.items()))
     print(
         f"median of {len(runs)} ({args.machines} machines, {args.clients} clients, "
-        f"round every {args.round_ms} ms, fsync {args.fsync}, policy {args.policy}):"
+        f"window {args.window}, round every {args.round_ms} ms, fsync {args.fsync}, "
+        f"policy {args.policy}):"
     )
     for key in runs[0]:
         print(f"  {key:>14}: {statistics.median(r[key] for r in runs):,.2f}")

@@ -360,3 +360,17 @@ def test_binding_beyond_loopback_needs_keys(tmp_path: Path) -> None:
     for bind in ("tcp://0.0.0.0:7199", "tcp://*:7199", "tcp://10.1.2.3:7199"):
         with pytest.raises(DaemonError, match="CURVE"):
             SchedulingDaemon(DaemonConfig(bind=bind, journal=tmp_path / "j"))
+
+
+def test_a_pipelined_burst_is_applied_in_order_and_answered_each(running: Running) -> None:
+    with Client(running.endpoint) as client:
+        client.add_machines(machines(2))
+        burst = [("task_submitted", {"task_id": i, "job_id": "j"}) for i in range(300)]
+        burst += [("task_removed", {"task_id": i}) for i in range(0, 300, 2)]
+        burst.append(("task_completed", {"task_id": 99_999}))  # answered, not raised
+        answers = client.pipeline(burst, window=32)
+        assert [a.status for a in answers[:-1]] == [Status.OK] * (len(burst) - 1)
+        assert answers[-1].status is Status.NOT_FOUND
+        seqs = [a.body["seq"] for a in answers[:-1]]
+        assert seqs == sorted(seqs)
+        assert client.status()["tasks"] == 150

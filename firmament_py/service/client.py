@@ -31,7 +31,7 @@ from firmament_py.service.protocol import (
     encode_request,
 )
 
-__all__ = ["Client", "DaemonTimeout", "MachineSpec", "RequestFailed", "RoundReply"]
+__all__ = ["Answer", "Client", "DaemonTimeout", "MachineSpec", "RequestFailed", "RoundReply"]
 
 
 class RequestFailed(Exception):
@@ -71,6 +71,15 @@ class MachineSpec:
         if self.labels:
             body["labels"] = dict(self.labels)
         return body
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One reply of `Client.pipeline`: its status, the daemon's reason, and its body."""
+
+    status: Status
+    reason: str
+    body: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -176,6 +185,54 @@ class Client:
         raise DaemonTimeout(
             f"no reply from {self.address} to {kind} after {self.retries + 1} attempts"
         )
+
+    def pipeline(
+        self, requests: Iterable[tuple[str, Mapping[str, Any]]], *, window: int = 64
+    ) -> list[Answer]:
+        """Send many requests with up to `window` of them awaiting replies at once (a burst of
+        events without a round trip each), and return every answer in request order; a status
+        other than OK is an answer, not an exception. Requests the daemon has not answered
+        within `timeout` are sent again with their ids, up to `retries` times; then
+        DaemonTimeout. The daemon applies them in the order it receives them."""
+        if window < 1:
+            raise ValueError(f"window must be at least 1, got {window}")
+        frames: dict[str, bytes] = {}
+        for kind, body in requests:
+            rid = self.new_request_id()
+            frames[rid] = encode_request(rid, kind, body)
+        order = list(frames)
+        answers: dict[str, Answer] = {}
+        waiting: dict[str, int] = {}  # request id -> attempts
+        queue = iter(order)
+        exhausted = False
+        deadline = time.monotonic() + self.timeout
+        while len(answers) < len(order):
+            while not exhausted and len(waiting) < window:
+                following = next(queue, None)
+                if following is None:
+                    exhausted = True
+                    break
+                self._socket.send(frames[following])
+                waiting[following] = 1
+            left = deadline - time.monotonic()
+            if left > 0 and self._socket.poll(int(left * 1000) + 1):
+                reply_id, status, reason, body = decode_reply(self._socket.recv())
+                if reply_id in waiting:
+                    del waiting[reply_id]
+                    answers[reply_id] = Answer(status, reason, body)
+                    deadline = time.monotonic() + self.timeout
+                continue
+            retry = {rid: n for rid, n in waiting.items() if n <= self.retries}
+            if len(retry) < len(waiting):
+                raise DaemonTimeout(
+                    f"no reply from {self.address} to {len(waiting)} of {len(order)} pipelined "
+                    f"requests after {self.retries + 1} attempts ({len(answers)} answered)"
+                )
+            for rid in retry:
+                self._socket.send(frames[rid])
+                waiting[rid] += 1
+            deadline = time.monotonic() + self.timeout
+        return [answers[rid] for rid in order]
 
     def submit_task(
         self,
