@@ -3,17 +3,19 @@ rounds run (issue 6's benchmark; results in docs/benchmarks.md).
 
 Starts `firmament-py serve` on loopback with a round every `--round-ms` (auto-schedule), adds
 `--machines` machines, then runs `--clients` client processes for `--seconds`. Each client
-sends, one request at a time, a stream of task events: it submits a task, and once it has
-`--live` tasks of its own, removes its oldest one with each new submission, so the cluster stays
-near `clients x live` tasks while rounds keep placing the new ones. A client keeps up to
-`--window` requests awaiting replies (1: one at a time; more: a manager sending a burst of
-events, as `Client.pipeline` does). Every request's latency is measured on the client (send to
-reply). Reported: events per second (all clients), latency
-p50 / p99 / max, and the rounds the daemon ran with their median and p99 duration (from the
-published deltas, which carry each round's timings). Medians over `--repeats` runs.
+sends a stream of task events: it submits a task, and once it has `--live` tasks of its own,
+removes its oldest one with each new submission, so the cluster stays near `clients x live`
+tasks while rounds keep placing the new ones. A client keeps up to `--window` messages awaiting
+replies (1: one at a time; more: a manager sending a burst, as `Client.pipeline` does), each
+message one event or, with `--batch N`, a `batch` of N events (`Client.batch`). Every message's
+latency is measured on the client (send to reply). Reported: events per second (all clients),
+message latency p50 / p99 / max, and the rounds the daemon ran with their median and p99
+duration (from the published deltas, which carry each round's timings). Medians over
+`--repeats` runs; first, the request path's cost alone (no sockets).
 
     python bench/daemon_ingest.py                       # 1,000 machines, 8 clients, 20 s
-    python bench/daemon_ingest.py --fsync never --repeats 3
+    python bench/daemon_ingest.py --window 16            # pipelined
+    python bench/daemon_ingest.py --batch 100            # batches of 100 events
 """
 
 from __future__ import annotations
@@ -52,15 +54,24 @@ def free_port() -> int:
 
 
 def client_main(
-    endpoint: str, index: int, seconds: float, live: int, window: int, start: float, out: Any
+    endpoint: str,
+    index: int,
+    seconds: float,
+    live: int,
+    window: int,
+    batch: int,
+    start: float,
+    out: Any,
 ) -> None:
     """One client on its own DEALER socket: submit and remove tasks until `start + seconds`,
-    with up to `window` requests awaiting replies; send back every request's latency (send to
-    reply) and how many were not OK."""
+    with up to `window` messages awaiting replies, each one event or a `batch` of `batch`
+    events; send back every message's latency (send to reply), the events sent, and how many
+    events were not OK."""
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
     latencies: list[float] = []
+    events = 0
     failed = 0
     sent: dict[str, float] = {}
     next_id = index << 40
@@ -71,26 +82,33 @@ def client_main(
     deadline = start + seconds
     while time.time() < deadline or sent:
         while len(sent) < window and time.time() < deadline:
-            if len(own) >= live:
-                kind, body = "task_removed", {"task_id": own.pop(0)}
-            else:
-                kind, body = (
-                    "task_submitted",
-                    {"task_id": next_id, "job_id": f"c{index}-j{next_id % 50}"},
-                )
-                own.append(next_id)
-                next_id += 1
+            items = []
+            for _ in range(batch):
+                if len(own) >= live:
+                    items.append({"type": "task_removed", "body": {"task_id": own.pop(0)}})
+                else:
+                    body = {"task_id": next_id, "job_id": f"c{index}-j{next_id % 50}"}
+                    items.append({"type": "task_submitted", "body": body})
+                    own.append(next_id)
+                    next_id += 1
             counter += 1
             rid = f"{index}-{counter}"
             sent[rid] = time.perf_counter()
-            sock.send(encode_request(rid, kind, body))
+            if batch == 1:
+                sock.send(encode_request(rid, items[0]["type"], items[0]["body"]))
+            else:
+                sock.send(encode_request(rid, "batch", {"requests": items}))
         if not sock.poll(10_000):
             raise RuntimeError(f"client {index}: no reply in 10 s")
-        rid, status, _, _ = decode_reply(sock.recv())
+        rid, status, _, reply = decode_reply(sock.recv())
         latencies.append(time.perf_counter() - sent.pop(rid))
-        failed += status is not Status.OK
+        events += batch
+        if batch == 1:
+            failed += status is not Status.OK
+        else:
+            failed += sum(answer[0] != "ok" for answer in reply["answers"])
     sock.close()
-    out.put((latencies, failed))
+    out.put((latencies, events, failed))
 
 
 def request_path_us(machines: int, events: int = 20_000) -> float:
@@ -180,15 +198,25 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             workers = [
                 context.Process(
                     target=client_main,
-                    args=(endpoint, index, args.seconds, args.live, args.window, start, out),
+                    args=(
+                        endpoint,
+                        index,
+                        args.seconds,
+                        args.live,
+                        args.window,
+                        args.batch,
+                        start,
+                        out,
+                    ),
                 )
                 for index in range(args.clients)
             ]
             for worker in workers:
                 worker.start()
             answers = [out.get() for _ in workers]
-            latencies = np.concatenate([np.array(lat) for lat, _ in answers])
-            failed = sum(f for _, f in answers)
+            latencies = np.concatenate([np.array(lat) for lat, _, _ in answers])
+            events = sum(e for _, e, _ in answers)
+            failed = sum(f for _, _, f in answers)
             for worker in workers:
                 worker.join()
             stop.set()
@@ -197,7 +225,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             daemon.terminate()
             daemon.wait(30)
     return {
-        "events_per_s": len(latencies) / args.seconds,
+        "events_per_s": events / args.seconds,
         "failed": float(failed),
         "p50_ms": float(np.percentile(latencies, 50) * 1e3),
         "p99_ms": float(np.percentile(latencies, 99) * 1e3),
@@ -216,8 +244,9 @@ def main() -> None:
     parser.add_argument("--live", type=int, default=500, help="tasks each client keeps")
     parser.add_argument("--round-ms", type=int, default=100)
     parser.add_argument(
-        "--window", type=int, default=1, help="requests each client keeps awaiting replies"
+        "--window", type=int, default=1, help="messages each client keeps awaiting replies"
     )
+    parser.add_argument("--batch", type=int, default=1, help="events per message (a `batch`)")
     parser.add_argument("--policy", default="trivial")
     parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
     parser.add_argument("--repeats", type=int, default=3)
@@ -231,8 +260,8 @@ def main() -> None:
         print(f"run {repeat + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in result.items()))
     print(
         f"median of {len(runs)} ({args.machines} machines, {args.clients} clients, "
-        f"window {args.window}, round every {args.round_ms} ms, fsync {args.fsync}, "
-        f"policy {args.policy}):"
+        f"window {args.window}, batch {args.batch}, round every {args.round_ms} ms, "
+        f"fsync {args.fsync}, policy {args.policy}):"
     )
     for key in runs[0]:
         print(f"  {key:>14}: {statistics.median(r[key] for r in runs):,.2f}")

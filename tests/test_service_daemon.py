@@ -374,3 +374,15 @@ def test_a_pipelined_burst_is_applied_in_order_and_answered_each(running: Runnin
         seqs = [a.body["seq"] for a in answers[:-1]]
         assert seqs == sorted(seqs)
         assert client.status()["tasks"] == 150
+
+
+def test_a_batch_over_the_socket(running: Running) -> None:
+    with Client(running.endpoint) as client:
+        client.add_machines(machines(2))
+        answers = client.batch(
+            [("task_submitted", {"task_id": i, "job_id": "j"}) for i in range(500)]
+            + [("task_completed", {"task_id": 0})]  # not running: refused, answered
+        )
+        assert [a.status for a in answers[:-1]] == [Status.OK] * 500
+        assert answers[-1].status is Status.INVALID
+        assert client.status()["tasks"] == 500

@@ -344,3 +344,36 @@ def test_latency_samples_reach_the_cluster_state() -> None:
         ]
     )
     assert fresh.cluster.latency_us("m0", "m1") == 120.5
+
+
+def test_a_batch_applies_each_request_once() -> None:
+    service = ServiceState()
+    batch = {
+        "requests": [
+            {"type": "node_added", "body": {"machines": [MACHINE]}},
+            {"type": "task_submitted", "body": {"task_id": 1, "job_id": "j"}},
+            {"type": "task_completed", "body": {"task_id": 7}},  # refused, the rest go on
+            {"type": "task_submitted", "body": {"task_id": 2, "job_id": "j"}},
+        ]
+    }
+    reply, records = service.apply_batch(request("batch", batch, "b1"), 5)
+    statuses = [answer[0] for answer in reply.body["answers"]]
+    assert statuses == ["ok", "ok", "not_found", "ok"]
+    assert [r["id"] for r in records] == ["b1/0", "b1/1", "b1/3"]
+    again, more = service.apply_batch(request("batch", batch, "b1"), 6)
+    assert more == [] and [a[0] for a in again.body["answers"]] == statuses
+    assert set(service.cluster.tasks) == {1, 2}
+
+
+@pytest.mark.parametrize(
+    ("requests", "words"),
+    [
+        ([], "must be a list of 1 to"),
+        ([{"type": "status", "body": {}}], r"body.requests\[0\].type must be one of"),
+        ([{"type": "task_removed", "body": {"task_id": "x"}}], r"requests\[0\].body.task_id"),
+        ([{"type": "task_removed", "body": {"task_id": 1}, "x": 1}], r"requests\[0\].x"),
+    ],
+)
+def test_a_bad_batch_is_refused_whole(requests: list[Any], words: str) -> None:
+    with pytest.raises(ProtocolError, match=words):
+        request("batch", {"requests": requests})

@@ -234,6 +234,17 @@ class Client:
             deadline = time.monotonic() + self.timeout
         return [answers[rid] for rid in order]
 
+    def batch(self, requests: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Answer]:
+        """Send state-changing requests as one `batch` message (at most 10,000): the daemon
+        applies them in order, each on its own (one refused does not stop the others), and
+        answers once; returns every answer in order. Cheaper per event than `pipeline` (one
+        frame each way); retried as a whole, which applies none twice."""
+        items = [{"type": kind, "body": dict(body)} for kind, body in requests]
+        body = self.request("batch", {"requests": items})
+        return [
+            Answer(Status(status), reason, answer) for status, reason, answer in body["answers"]
+        ]
+
     def submit_task(
         self,
         task_id: int,

@@ -304,6 +304,12 @@ class SchedulingDaemon:
         if request.type == "schedule":
             return self._schedule(identity, request.request_id)
         now = self.service.clock(_wall_us())
+        if request.type == "batch":
+            reply, batch = self.service.apply_batch(request, now)
+            for applied in batch:
+                self.journal.append(applied)
+            records.extend(batch)
+            return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         try:
             reply, record = self.service.apply_request(request, now)
         except Exception as error:  # a bug; the request is refused and the daemon serves on

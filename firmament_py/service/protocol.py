@@ -250,13 +250,40 @@ REQUEST_FIELDS: Mapping[str, FieldSpec] = {
         "latency_us": (_latency, True),
         "path": (lambda path, value: _int(path, value, minimum=0), False),
     },
+    "batch": {"requests": (lambda path, value: _batch(path, value), True)},
     "schedule": {},
     "status": {},
 }
 """Every request type and its body's fields."""
 
-STATE_CHANGING_TYPES = frozenset(REQUEST_FIELDS) - {"schedule", "status"}
-"""Requests that change the cluster state: journaled before they are acknowledged."""
+STATE_CHANGING_TYPES = frozenset(REQUEST_FIELDS) - {"schedule", "status", "batch"}
+"""Requests that change the cluster state: journaled before they are acknowledged. A `batch`
+carries several of them."""
+
+MAX_BATCH = 10_000
+"""The most requests one `batch` may carry."""
+
+
+def _batch(path: str, value: Any) -> list[dict[str, Any]]:
+    """A batch's requests: each `{"type": T, "body": {...}}` with T state-changing, checked as
+    that request's body is. One bad request makes the whole batch invalid."""
+    if not isinstance(value, list) or not 0 < len(value) <= MAX_BATCH:
+        raise _invalid(path, f"must be a list of 1 to {MAX_BATCH:,} requests")
+    checked = []
+    for index, item in enumerate(value):
+        where = f"{path}[{index}]"
+        fields = _map(where, item)
+        unknown = sorted(set(fields) - {"type", "body"})
+        if unknown:
+            raise _invalid(f"{where}.{unknown[0]}", "is not a known field (known: type, body)")
+        kind = fields.get("type")
+        if not isinstance(kind, str) or kind not in STATE_CHANGING_TYPES:
+            choices = ", ".join(sorted(STATE_CHANGING_TYPES))
+            raise _invalid(f"{where}.type", f"must be one of {choices}, got {kind!r}")
+        body = _checked_map(f"{where}.body", fields.get("body", {}), REQUEST_FIELDS[kind])
+        checked.append({"type": kind, "body": body})
+    return checked
+
 
 QUERY_TYPES = frozenset({"status"})
 """Requests that change nothing."""

@@ -219,6 +219,20 @@ class ServiceState:
         }
         return Reply(Status.OK, "", {"seq": self.seq}), record
 
+    def apply_batch(self, request: Request, time: Time) -> tuple[Reply, list[dict[str, Any]]]:
+        """Apply a `batch`'s requests in order, each as `apply_request` would (the i-th under
+        the request id `ID/i`, so a retried batch applies none twice): the reply, whose body
+        holds every request's `[status, reason, body]`, and the records to journal."""
+        answers: list[list[Any]] = []
+        records: list[dict[str, Any]] = []
+        for index, item in enumerate(request.body["requests"]):
+            sub = Request(f"{request.request_id}/{index}", item["type"], item["body"])
+            reply, record = self.apply_request(sub, time)
+            answers.append([reply.status.value, reply.reason, reply.body])
+            if record is not None:
+                records.append(record)
+        return Reply(Status.OK, "", {"answers": answers}), records
+
     def _refusal(self, events: list[ClusterEvent]) -> Reply | None:
         """NOT_FOUND or ALREADY_EXISTS for ids that do or do not exist, before anything is
         applied."""
