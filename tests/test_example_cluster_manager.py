@@ -90,7 +90,8 @@ def test_the_manager_runs_every_task_and_the_daemon_agrees(example: Any, tmp_pat
     )
     assert summary.daemon_agrees
     # ...and so does its state, recovered from the journal it wrote.
-    payload, records = Journal(journal).recover()
+    with Journal(journal) as opened:
+        payload, records = opened.recover()
     assert payload is not None
     state = ServiceState.from_snapshot(payload)
     state.replay(records)

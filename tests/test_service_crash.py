@@ -58,7 +58,9 @@ def start_daemon(journal: Path, port: int) -> subprocess.Popen[bytes]:
 
 
 def recovered(journal: Path) -> ServiceState:
-    payload, records = Journal(journal).recover()
+    """The state the journal holds (as a restarted daemon would recover it)."""
+    with Journal(journal) as opened:
+        payload, records = opened.recover()
     state = ServiceState() if payload is None else ServiceState.from_snapshot(payload)
     state.replay(records)
     return state

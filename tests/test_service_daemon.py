@@ -39,6 +39,7 @@ from firmament_py.service import (
     SchedulingDaemon,
     Status,
 )
+from firmament_py.service.journal import JournalError
 from firmament_py.service.keys import authorise_client, generate_key_pair
 from firmament_py.service.protocol import decode_reply, encode_request
 
@@ -386,3 +387,32 @@ def test_a_batch_over_the_socket(running: Running) -> None:
         assert [a.status for a in answers[:-1]] == [Status.OK] * 500
         assert answers[-1].status is Status.INVALID
         assert client.status()["tasks"] == 500
+
+
+def test_one_journal_one_daemon_and_a_taken_port_is_an_error(tmp_path: Path) -> None:
+    served = Running(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
+    try:
+        with pytest.raises(JournalError, match="in use by another process"):
+            SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
+        with pytest.raises(DaemonError, match="cannot bind"):
+            SchedulingDaemon(DaemonConfig(bind=served.endpoint, journal=tmp_path / "other"))
+        # The failed daemon released its journal: another can open it.
+        SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "other")).close()
+    finally:
+        served.stop()
+
+
+def test_a_dead_scheduling_process_is_restarted(running: Running) -> None:
+    with Client(running.endpoint, timeout=20) as client:
+        client.add_machines(machines(1))
+        client.submit_task(1, "j")
+        process = running.daemon._process
+        assert process is not None
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 20
+        while client.status()["worker_alive"] is False or running.daemon._process is process:
+            assert time.monotonic() < deadline, "the scheduling process was not restarted"
+            time.sleep(0.05)
+        placed = client.schedule()
+        assert [d.task for d in placed.deltas] == [1]

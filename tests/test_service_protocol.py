@@ -258,10 +258,12 @@ def test_the_journal_recovers_what_was_flushed(tmp_path: Path) -> None:
         journal.append(record)
     journal.flush()
     journal.close()
-    payload, records = Journal(tmp_path).recover()
+    with Journal(tmp_path) as journal:
+        payload, records = journal.recover()
     assert payload == {"state": 5}
     assert [r["seq"] for r in records] == [6, 7, 8]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "lock",
         "log-000000000005.bin",
         "snapshot-000000000005.pickle",
     ]
@@ -277,14 +279,16 @@ def test_a_cut_tail_is_truncated(tmp_path: Path, cut: int) -> None:
     (log,) = tmp_path.glob("log-*.bin")
     data = log.read_bytes()
     log.write_bytes(data[:-cut])
-    _, records = Journal(tmp_path).recover()
+    with Journal(tmp_path) as reopened:
+        _, records = reopened.recover()
     assert [r["seq"] for r in records] == [1, 2, 3]
     # The next append lands after the last whole record.
     journal = Journal(tmp_path)
     journal.recover()
     journal.append({"seq": 4, "payload": "again"})
     journal.close()
-    _, records = Journal(tmp_path).recover()
+    with Journal(tmp_path) as reopened:
+        _, records = reopened.recover()
     assert [r["seq"] for r in records] == [1, 2, 3, 4]
 
 
@@ -298,8 +302,8 @@ def test_corruption_before_the_tail_is_an_error(tmp_path: Path) -> None:
     data = bytearray(log.read_bytes())
     data[12] ^= 0xFF  # inside the first record's payload
     log.write_bytes(bytes(data))
-    with pytest.raises(JournalError, match="checksum"):
-        Journal(tmp_path).recover()
+    with pytest.raises(JournalError, match="checksum"), Journal(tmp_path) as reopened:
+        reopened.recover()
 
 
 def test_bad_fsync_policy_is_refused(tmp_path: Path) -> None:

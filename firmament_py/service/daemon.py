@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 
 import msgpack
 import zmq
+from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.model.states import TaskState
 from firmament_py.service.journal import Journal
@@ -161,7 +162,18 @@ class SchedulingDaemon:
         self._last_round_start = 0.0
         self._round_ids = 0
         self._context = zmq.Context()
-        self._authenticator = None
+        self._authenticator: ThreadAuthenticator | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        try:
+            self._open_sockets()
+        except BaseException:
+            self._context.destroy(linger=0)
+            self.journal.close()
+            raise
+        self._start_worker()
+
+    def _open_sockets(self) -> None:
+        config = self.config
         if config.curve is not None:
             self._authenticator = start_authenticator(self._context, config.curve)
         self._router = self._context.socket(zmq.ROUTER)
@@ -175,15 +187,19 @@ class SchedulingDaemon:
         self._worker.setsockopt(zmq.LINGER, 0)
         port = self._worker.bind_to_random_port("tcp://127.0.0.1")
         self._worker_endpoint = f"tcp://127.0.0.1:{port}"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._start_worker()
-        self._router.bind(config.bind)
+        try:
+            self._router.bind(config.bind)
+        except zmq.ZMQError as error:
+            raise DaemonError(f"cannot bind {config.bind}: {error}") from error
         self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         if config.publish is not None:
             self._publisher = self._context.socket(zmq.PUB)
             if config.curve is not None:
                 config.curve.apply_server(self._publisher)
-            self._publisher.bind(config.publish)
+            try:
+                self._publisher.bind(config.publish)
+            except zmq.ZMQError as error:
+                raise DaemonError(f"cannot bind {config.publish}: {error}") from error
         self._poller = zmq.Poller()
         self._poller.register(self._router, zmq.POLLIN)
         self._poller.register(self._worker, zmq.POLLIN)
@@ -249,6 +265,13 @@ class SchedulingDaemon:
             self._serve_requests()
         if self._worker in ready:
             self._serve_worker()
+        if self._process is not None and self._process.poll() is not None:
+            code = self._process.returncode
+            _log.error("the scheduling process exited (status %s); restarting it", code)
+            if self._round is not None:
+                reason = f"the scheduling process exited (status {code})"
+                self._answer_round(self._round.round_id, Status.ERROR, reason, {})
+            self._start_worker()
         if self._round is None and not self._stopping.is_set():
             interval = self.config.auto_schedule_ms
             due = interval is not None and (

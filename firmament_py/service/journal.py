@@ -22,6 +22,7 @@ complete snapshot and the log after it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import re
@@ -30,7 +31,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TextIO
 
 import msgpack
 
@@ -70,6 +71,7 @@ class Journal:
         self._buffer: list[bytes] = []
         self._file: BinaryIO | None = None
         self._last_sync = time.monotonic()
+        self._lock_file: TextIO | None = None
         self.records_since_snapshot = 0
 
     # ------------------------------------------------------------------ reading
@@ -85,7 +87,9 @@ class Journal:
     def recover(self) -> tuple[Any, list[dict[str, Any]]]:
         """The latest snapshot's payload (None if there is none) and the records logged after
         it, in order; a record cut short at the very end is truncated away. Opens the log for
-        appending."""
+        appending, and holds the directory's lock until `close` (JournalError if another
+        process holds it: two daemons on one journal would corrupt it)."""
+        self._lock()
         snapshots = self._numbered(_SNAPSHOT)
         payload: Any = None
         base = 0
@@ -148,6 +152,19 @@ class Journal:
                     return True
         return False
 
+    def _lock(self) -> None:
+        if self._lock_file is not None:
+            return
+        lock = (self.directory / "lock").open("a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            raise JournalError(
+                f"{self.directory}: in use by another process (its lock is held)"
+            ) from None
+        self._lock_file = lock
+
     # ------------------------------------------------------------------ writing
 
     def _open_log(self, path: Path) -> None:
@@ -198,10 +215,19 @@ class Journal:
         self.records_since_snapshot = 0
         return path
 
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Flush, force everything to disk, and close."""
+        """Flush, force everything to disk, close, and release the lock."""
         if self._file is not None:
             self.flush()
             os.fsync(self._file.fileno())
             self._file.close()
             self._file = None
+        if self._lock_file is not None:
+            self._lock_file.close()  # closing releases the flock
+            self._lock_file = None
