@@ -33,7 +33,7 @@ or let it start one of its own, in a thread, on a temporary journal::
 
 Exit status 0 when every task ended as it was meant to (completed, or failed for the tasks
 that fail on purpose), 1 otherwise (or when the daemon cannot be reached), 2 for bad
-arguments. `ClusterManager`, `ManagerClient`, `demo_machines`, `demo_jobs`,
+arguments. `ClusterManager`, `demo_machines`, `demo_jobs`,
 `locality_machines`, `locality_jobs`, `spawned_daemon` and `main` are the API the tests use.
 """
 
@@ -71,7 +71,6 @@ __all__ = [
     "ClusterManager",
     "DaemonAPI",
     "JobSpec",
-    "ManagerClient",
     "Outcome",
     "RunSummary",
     "TaskRun",
@@ -112,30 +111,6 @@ class DaemonAPI(Protocol):
     def schedule(self) -> RoundReply: ...
 
     def status(self) -> dict[str, Any]: ...
-
-
-class ManagerClient(Client):
-    """A `Client` whose `schedule` is never retried and waits up to `round_timeout` seconds.
-
-    Other requests are safe to retry (the daemon answers a request id it has applied with its
-    first reply), but a `schedule` retried while its round runs is queued again for a further
-    round, whose deltas go only to the retry's reply, which `Client` then drops as the late
-    answer to an abandoned attempt: the daemon would have placed tasks this manager never
-    hears of. So rounds get one long wait instead."""
-
-    def __init__(
-        self, address: str, *, timeout: float = 10.0, retries: int = 2, round_timeout: float = 300.0
-    ) -> None:
-        super().__init__(address, timeout=timeout, retries=retries)
-        self.round_timeout = round_timeout
-
-    def schedule(self) -> RoundReply:
-        timeout, retries = self.timeout, self.retries
-        self.timeout, self.retries = self.round_timeout, 0
-        try:
-            return super().schedule()
-        finally:
-            self.timeout, self.retries = timeout, retries
 
 
 # ---------------------------------------------------------------------- what to run
@@ -816,7 +791,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         workdir = args.workdir
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="machines-")))
-        client = stack.enter_context(ManagerClient(address))
+        client = stack.enter_context(Client(address, timeout=10.0, retries=30))
         try:
             status = client.status()
             first = args.first_task_id
