@@ -42,7 +42,7 @@ from firmament_py.model.events import (
 )
 from firmament_py.model.ids import INT64_MAX, Time
 from firmament_py.model.labels import LabelSelector, SelectorOp
-from firmament_py.model.resources import Resources
+from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.scheduler.decisions import Decision
 
 __all__ = [
@@ -389,7 +389,7 @@ def events_of(kind: str, body: Mapping[str, Any], time: Time) -> list[ClusterEve
                 time=time,
                 task_id=task_id,
                 job_id=body["job_id"],
-                request=Resources(**body.get("request", {})),
+                request=Resources(**body["request"]) if "request" in body else NO_RESOURCES,
                 priority=body.get("priority", 0),
                 labels=body.get("labels", {}),
                 selectors=tuple(_selector(s) for s in body.get("selectors", ())),
