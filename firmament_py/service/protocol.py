@@ -48,7 +48,6 @@ from firmament_py.scheduler.decisions import Decision
 __all__ = [
     "MAX_REQUEST_ID_LENGTH",
     "PROTOCOL_VERSION",
-    "QUERY_TYPES",
     "REQUEST_FIELDS",
     "STATE_CHANGING_TYPES",
     "ProtocolError",
@@ -284,9 +283,6 @@ def _batch(path: str, value: Any) -> list[dict[str, Any]]:
         checked.append({"type": kind, "body": body})
     return checked
 
-
-QUERY_TYPES = frozenset({"status"})
-"""Requests that change nothing."""
 
 _ENVELOPE_KEYS = frozenset({"v", "id", "type", "body"})
 

@@ -42,7 +42,6 @@ from firmament_py.model.states import TaskTransition
 from firmament_py.scheduler.decisions import Decision, DecisionOutcome, apply_decisions
 from firmament_py.service.protocol import (
     STATE_CHANGING_TYPES,
-    ProtocolError,
     Request,
     Status,
     decision_from_wire,
@@ -288,7 +287,3 @@ class ServiceState:
             "deltas": [decision_to_wire(d) for d in outcome.applied],
         }
         return outcome, record
-
-    def error_reply(self, error: ProtocolError) -> Reply:
-        """The reply to a request that could not even be decoded."""
-        return Reply(error.status, error.reason)
