@@ -89,7 +89,8 @@ GIB = 1 << 30
 class DaemonAPI(Protocol):
     """The requests the manager makes: `firmament_py.service.Client` has them all."""
 
-    def add_machines(self, machines: Iterable[MachineSpec]) -> int: ...
+    def add_machines(self, machines: Iterable[MachineSpec]) -> int:
+        """Register machines."""
 
     def submit_task(
         self,
@@ -100,17 +101,23 @@ class DaemonAPI(Protocol):
         priority: int = 0,
         labels: Mapping[str, str] | None = None,
         selectors: Iterable[Mapping[str, Any]] = (),
-    ) -> int: ...
+    ) -> int:
+        """Submit a task."""
 
-    def complete_task(self, task_id: int) -> int: ...
+    def complete_task(self, task_id: int) -> int:
+        """Report a task that exited 0."""
 
-    def fail_task(self, task_id: int, reason: str = "") -> int: ...
+    def fail_task(self, task_id: int, reason: str = "") -> int:
+        """Report a task that failed."""
 
-    def remove_task(self, task_id: int) -> int: ...
+    def remove_task(self, task_id: int) -> int:
+        """Withdraw a task."""
 
-    def schedule(self) -> RoundReply: ...
+    def schedule(self) -> RoundReply:
+        """Run a round and return its deltas."""
 
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> dict[str, Any]:
+        """The daemon's health and counts."""
 
 
 # ---------------------------------------------------------------------- what to run

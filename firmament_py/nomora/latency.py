@@ -158,11 +158,9 @@ class LatencySource(Protocol):
     ) -> FloatArray:
         """The latency in µs from `source` (a machine of `machines`) to each of `machines`,
         in their order, now (`cluster.now`)."""
-        ...
 
     def version(self, cluster: ClusterView) -> Hashable:
         """Equal versions, equal answers (for the same machines)."""
-        ...
 
 
 @dataclass(frozen=True)

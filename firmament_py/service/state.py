@@ -63,11 +63,14 @@ class Replica(Protocol):
     """What records are replayed into: a `Scheduler`, or a bare cluster state (`StateReplica`)."""
 
     @property
-    def state(self) -> ClusterState: ...
+    def state(self) -> ClusterState:
+        """The cluster state the records change."""
 
-    def handle(self, event: ClusterEvent) -> tuple[TaskTransition, ...] | None: ...
+    def handle(self, event: ClusterEvent) -> tuple[TaskTransition, ...] | None:
+        """Apply one event (ClusterError if the state refuses it)."""
 
-    def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome: ...
+    def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome:
+        """Apply decisions, reporting those the state refuses."""
 
 
 class StateReplica:

@@ -103,11 +103,9 @@ class Placement(Protocol):
         self, now: float, serving: Sequence[Application], grants: Mapping[str, int]
     ) -> PlacementOutcome:
         """Make `serving` run with `grants` elastic components each, as far as possible."""
-        ...
 
     def release(self, application: Application, now: float) -> None:
         """`application` finished: free everything it holds."""
-        ...
 
 
 class PooledPlacement:
