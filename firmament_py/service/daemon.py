@@ -44,7 +44,6 @@ import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
-from firmament_py.model.states import TaskState
 from firmament_py.service.journal import Journal
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
@@ -443,7 +442,7 @@ class SchedulingDaemon:
     def status(self) -> dict[str, Any]:
         """Health and counts, as the `status` request answers them."""
         cluster = self.service.cluster
-        running = sum(1 for t in cluster.tasks.values() if t.state is TaskState.RUNNING)
+        running = sum(len(machine.running_task_ids) for machine in cluster.machines.values())
         return {
             "protocol": PROTOCOL_VERSION,
             "policy": self.config.policy,

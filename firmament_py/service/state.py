@@ -267,8 +267,6 @@ class ServiceState:
                     return Reply(Status.NOT_FOUND, f"no machine {event.peer_id!r}")
             elif event.task_id not in cluster.tasks:
                 return Reply(Status.NOT_FOUND, f"no task {event.task_id}")
-        if len(events) > 1 and any(not isinstance(e, MachineAdded) for e in events):
-            raise AssertionError("only node_added stands for several events")
         return None
 
     # ------------------------------------------------------------------ rounds
