@@ -276,6 +276,15 @@ def test_a_restart_recovers_the_acknowledged_state(tmp_path: Path) -> None:
         for task_id in range(0, 20, 3):
             client.remove_task(task_id)
         client.fail_machine("m0")
+        # Snapshots were written in the background while serving, each replacing the last.
+        deadline = time.monotonic() + 20
+        while client.status()["snapshot_in_progress"]:
+            assert time.monotonic() < deadline, "a background snapshot never finished"
+            time.sleep(0.02)
+        status = client.status()
+        assert status["snapshot_failures"] == 0
+        (snapshot,) = (tmp_path / "j").glob("snapshot-*.pickle")
+        assert 0 < int(snapshot.stem.split("-")[1]) <= status["seq"]
     expected = fingerprint(served.daemon.service)
     served.stop()
     assert list((tmp_path / "j").glob("snapshot-*.pickle"))
@@ -416,3 +425,38 @@ def test_a_dead_scheduling_process_is_restarted(running: Running) -> None:
             time.sleep(0.05)
         placed = client.schedule()
         assert [d.task for d in placed.deltas] == [1]
+
+
+def test_a_round_is_applied_a_chunk_per_turn_and_answered_whole(tmp_path: Path) -> None:
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", decision_chunk=2)
+    served = Running(config)
+    try:
+        with Client(served.endpoint, timeout=20) as client:
+            client.add_machines(machines(4))
+            for task_id in range(7):
+                client.submit_task(task_id, "j")
+            first = client.schedule()
+            assert sorted(d.task for d in first.deltas) == list(range(7))
+            assert first.refused == []
+            seq = client.status()["seq"]
+            assert seq == 1 + 7 + 4  # machines, submissions, four chunks of decisions
+            client.complete_task(first.deltas[0].task)
+            for task_id in (7, 8, 9):
+                client.submit_task(task_id, "j")
+            second = client.schedule()  # the replica followed every chunk: two slots free
+            assert len(second.deltas) == 2 and {d.task for d in second.deltas} < {7, 8, 9}
+            assert client.status()["running"] == 8
+    finally:
+        served.stop()
+    served.daemon.service.cluster.validate()
+
+
+def test_chunks_keep_the_order_decisions_are_applied_in() -> None:
+    from firmament_py.flow.placement import SchedulingDelta
+    from firmament_py.service.daemon import _chunks
+
+    place = [SchedulingDelta(DeltaKind.PLACE, i, None, "m") for i in range(5)]
+    preempt = [SchedulingDelta(DeltaKind.PREEMPT, 10 + i, "m", None) for i in range(3)]
+    migrate = [SchedulingDelta(DeltaKind.MIGRATE, 20 + i, "m", "n") for i in range(3)]
+    chunks = _chunks(place[:2] + migrate + preempt + place[2:], 2)
+    assert chunks == [preempt[:2], preempt[2:], migrate, place[:2], place[2:4], place[4:]]

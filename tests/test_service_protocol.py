@@ -306,6 +306,99 @@ def test_corruption_before_the_tail_is_an_error(tmp_path: Path) -> None:
         reopened.recover()
 
 
+def test_a_frame_of_many_records_recovers_as_those_records(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    journal.recover()
+    journal.append(_records(1)[0])
+    journal.append_packed(msgpack.packb(_records(3, start=2)), 3)
+    assert journal.records_since_snapshot == 4
+    journal.close()
+    with Journal(tmp_path) as reopened:
+        _, records = reopened.recover()
+    assert records == _records(4)
+
+
+def _state_after(seq: int) -> dict[str, int]:
+    return {"state": seq}
+
+
+def test_a_background_snapshot_replaces_the_files_before_it(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    journal.recover()
+    for record in _records(5):
+        journal.append(record)
+    assert journal.start_snapshot(5, lambda: _state_after(5))
+    assert journal.records_since_snapshot == 0
+    for record in _records(2, start=6):  # the parent goes on logging, into the new log
+        journal.append(record)
+    journal.flush()
+    journal.poll_snapshot(wait=True)
+    assert not journal.snapshot_in_progress and journal.snapshot_failures == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "lock",
+        "log-000000000005.bin",
+        "snapshot-000000000005.pickle",
+    ]
+    journal.close()
+    with Journal(tmp_path) as reopened:
+        payload, records = reopened.recover()
+    assert payload == {"state": 5}
+    assert [r["seq"] for r in records] == [6, 7]
+
+
+def _sleepy_state() -> dict[str, int]:
+    import time
+
+    time.sleep(0.5)
+    return {"state": 1}
+
+
+def test_one_background_snapshot_at_a_time(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    journal.recover()
+    journal.append(_records(1)[0])
+    assert journal.start_snapshot(1, _sleepy_state)
+    journal.append({"seq": 2, "payload": "y"})
+    assert not journal.start_snapshot(2, _sleepy_state)  # the first is still being written
+    assert journal.snapshot_in_progress
+    journal.close()  # waits for it
+    with Journal(tmp_path) as reopened:
+        payload, records = reopened.recover()
+    assert payload == {"state": 1} and [r["seq"] for r in records] == [2]
+
+
+def _unpicklable() -> Any:
+    return lambda: None
+
+
+def test_a_failed_background_snapshot_leaves_a_valid_journal(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    journal.recover()
+    for record in _records(3):
+        journal.append(record)
+    assert journal.start_snapshot(3, _unpicklable)
+    journal.append({"seq": 4, "payload": "after"})
+    journal.flush()
+    journal.poll_snapshot(wait=True)
+    assert journal.snapshot_failures == 1
+    assert not list(tmp_path.glob("snapshot-*"))  # not even its temporary file
+    journal.close()
+    with Journal(tmp_path) as reopened:
+        payload, records = reopened.recover()
+    assert payload is None and [r["seq"] for r in records] == [1, 2, 3, 4]
+
+
+def test_recovery_removes_a_dead_writers_temporary_snapshot(tmp_path: Path) -> None:
+    journal = Journal(tmp_path)
+    journal.recover()
+    journal.append(_records(1)[0])
+    journal.close()
+    (tmp_path / "snapshot-000000000001.4242.tmp").write_bytes(b"half a pickle")
+    with Journal(tmp_path) as reopened:
+        assert reopened.recover() == (None, _records(1))
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 def test_bad_fsync_policy_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="fsync must be one of"):
         Journal(tmp_path, fsync="sometimes")

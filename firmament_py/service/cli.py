@@ -57,7 +57,20 @@ __all__ = ["keys", "serve"]
     help="When the journal is forced to disk: before every acknowledgement, at most every "
     "50 ms, or never (the kernel decides; a killed daemon still loses nothing).",
 )
-@click.option("--snapshot-every", type=click.IntRange(1), default=100_000, show_default=True)
+@click.option(
+    "--snapshot-every",
+    type=click.IntRange(1),
+    default=100_000,
+    show_default=True,
+    help="Records between snapshots (written by a forked child while the daemon serves).",
+)
+@click.option(
+    "--decision-chunk",
+    type=click.IntRange(1),
+    default=256,
+    show_default=True,
+    help="A round's decisions applied per turn of the request loop (smaller: shorter pauses).",
+)
 @click.option("--max-message-bytes", type=click.IntRange(64), default=1 << 20, show_default=True)
 @click.option("--verbose", "-v", is_flag=True, help="Log the daemon's events to stderr.")
 def serve(
@@ -70,6 +83,7 @@ def serve(
     publish: str | None,
     fsync: str,
     snapshot_every: int,
+    decision_chunk: int,
     max_message_bytes: int,
     verbose: bool,
 ) -> None:
@@ -95,6 +109,7 @@ def serve(
             auto_schedule_ms=auto_schedule_ms,
             fsync=fsync,
             snapshot_every=snapshot_every,
+            decision_chunk=decision_chunk,
             max_message_bytes=max_message_bytes,
             curve=curve,
         )

@@ -3,21 +3,30 @@
 One thread serves requests on a ROUTER socket; a separate process (`round_worker`) runs the
 scheduling rounds, so requests are answered while a round runs. The loop, in order:
 
-1. read up to `batch` requests; check each (`protocol.decode_request`), apply the
-   state-changing ones to the authoritative `ServiceState` (refusals change nothing) and
-   append their records to the journal;
-2. flush the journal (fsync by policy), and only then send the replies: nothing acknowledged
-   is lost by a crash of the daemon, and a retried request id is answered, not re-applied;
-3. forward the new records to the scheduling process, whose replica follows the same records;
+1. read up to `batch` requests; check each (`protocol.decode_request`) and apply the
+   state-changing ones to the authoritative `ServiceState` (refusals change nothing);
+2. append their records to the journal as one frame and flush it (fsync by policy), and only
+   then send the replies: nothing acknowledged is lost by a crash of the daemon, and a retried
+   request id is answered, not re-applied;
+3. forward the same frame to the scheduling process, whose replica follows the same records;
 4. when a round was asked for (`schedule` requests, or every `auto_schedule_ms`), send
-   `decide`; when its decisions come back, apply them to the state (a decision about a task
-   that finished meanwhile is refused there), journal the applied ones, forward that record,
-   answer the `schedule` requests with the deltas and publish them on the PUB socket.
+   `decide`; when its decisions come back, apply them to the state `decision_chunk` at a time,
+   one chunk per turn between the turns' requests, so that a round placing thousands of tasks
+   does not hold up requests (a decision about a task that finished meanwhile is refused);
+   journal and forward each chunk's record; after the last, answer the `schedule` requests
+   with the round's deltas and publish them on the PUB socket.
 
 On start the journal is recovered (the last snapshot, then the records after it) before the
-sockets bind; every `snapshot_every` records a snapshot bounds the next recovery. `stop()` (the
-CLI calls it on SIGTERM and SIGINT) finishes the round in flight, flushes the journal, writes a
-snapshot and closes.
+sockets bind; every `snapshot_every` records a forked child writes a snapshot that bounds the
+next recovery, while this process serves on. `stop()` (the CLI calls it on SIGTERM and SIGINT)
+finishes the round in flight, flushes the journal, writes a snapshot and closes.
+
+Pauses of the request loop are what a client sees in its tail latency, so the loop keeps them
+short: the state it has recovered, and the state as of each snapshot, is moved out of the
+cyclic garbage collector's sight (`gc.freeze`; the service's state holds no reference cycles),
+which would otherwise walk all of it now and then; and the socket to the scheduling process
+has no high-water mark, so a scheduling process that falls behind never blocks a send here
+(its backlog shows as the rounds' `round_ms`).
 
 Binding anything but loopback requires CURVE keys (`firmament_py.service.keys`): clients without
 an allowed key cannot connect at all, so they get no reply of any kind.
@@ -26,7 +35,9 @@ an allowed key cannot connect at all, so they get no reply of any kind.
 from __future__ import annotations
 
 import contextlib
+import gc
 import ipaddress
+import itertools
 import logging
 import pickle
 import subprocess
@@ -44,6 +55,8 @@ import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
+from firmament_py.flow.placement import DeltaKind
+from firmament_py.scheduler.decisions import Decision, DecisionOutcome
 from firmament_py.service.journal import Journal
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
@@ -91,6 +104,8 @@ class DaemonConfig:
     """`schedule` requests waiting beyond this many get OVERLOADED."""
     batch: int = 1_000
     """Requests read per loop turn (then the journal is flushed and replies are sent)."""
+    decision_chunk: int = 256
+    """A round's decisions applied per loop turn (a round's migrations go in one chunk)."""
     dedup_window: int = DEFAULT_DEDUP_WINDOW
     curve: CurveServerKeys | None = None
 
@@ -125,6 +140,27 @@ class _Round:
     round_id: int
     waiters: list[tuple[bytes, str]]
     started: float
+    answer: Mapping[str, Any] | None = None
+    """The scheduling process's answer, once it came; its decisions are being applied."""
+    chunks: list[list[Decision]] = field(default_factory=list)
+    """Decisions still to apply, a chunk per loop turn."""
+    outcome: DecisionOutcome = field(default_factory=DecisionOutcome)
+    """What the chunks applied so far did."""
+
+
+def _chunks(decisions: list[Decision], size: int) -> list[list[Decision]]:
+    """`decisions` in the order `apply_decisions` applies them (preemptions, migrations,
+    placements), cut into chunks of `size`; the migrations stay in one chunk, since they are
+    applied as one move."""
+    order = {DeltaKind.PREEMPT: 0, DeltaKind.MIGRATE: 1, DeltaKind.PLACE: 2}
+    chunks: list[list[Decision]] = []
+    for kind, group in itertools.groupby(
+        sorted(decisions, key=lambda d: order[d.kind]), key=lambda d: d.kind
+    ):
+        items = list(group)
+        step = len(items) if kind is DeltaKind.MIGRATE else size
+        chunks.extend(items[start : start + step] for start in range(0, len(items), step))
+    return chunks
 
 
 class SchedulingDaemon:
@@ -146,6 +182,8 @@ class SchedulingDaemon:
         else:
             self.service = ServiceState.from_snapshot(payload, dedup_window=config.dedup_window)
         self.recovered_records = self.service.replay(records)
+        gc.collect()
+        gc.freeze()  # see the module docstring
         _log.info(
             "journal %s: recovered up to record %d (%d replayed)",
             config.journal,
@@ -184,6 +222,7 @@ class SchedulingDaemon:
             config.curve.apply_server(self._router)
         self._worker = self._context.socket(zmq.PAIR)
         self._worker.setsockopt(zmq.LINGER, 0)
+        self._worker.setsockopt(zmq.SNDHWM, 0)  # never block on a scheduling process behind
         port = self._worker.bind_to_random_port("tcp://127.0.0.1")
         self._worker_endpoint = f"tcp://127.0.0.1:{port}"
         try:
@@ -251,6 +290,10 @@ class SchedulingDaemon:
             self.close()
 
     def _poll_timeout_ms(self) -> int:
+        if self._round is not None and self._round.chunks:
+            return 0  # decisions to apply: only look for requests in between
+        if self.journal.snapshot_in_progress:
+            return 10  # to reap the snapshot's child soon
         interval = self.config.auto_schedule_ms
         if interval is None or self._round is not None:
             return 100
@@ -264,13 +307,16 @@ class SchedulingDaemon:
             self._serve_requests()
         if self._worker in ready:
             self._serve_worker()
+        if self._round is not None and self._round.answer is not None:
+            self._apply_chunk()
         if self._process is not None and self._process.poll() is not None:
             code = self._process.returncode
             _log.error("the scheduling process exited (status %s); restarting it", code)
-            if self._round is not None:
+            if self._round is not None and self._round.answer is None:
                 reason = f"the scheduling process exited (status {code})"
                 self._answer_round(self._round.round_id, Status.ERROR, reason, {})
             self._start_worker()
+        self.journal.poll_snapshot()
         if self._round is None and not self._stopping.is_set():
             interval = self.config.auto_schedule_ms
             due = interval is not None and (
@@ -291,13 +337,21 @@ class SchedulingDaemon:
             frame = self._reply_or_record(identity, frames, records)
             if frame is not None:
                 replies.append([identity, frame])
-        self.journal.flush()
+        self._commit(records)
         for reply in replies:
             self._router.send_multipart(reply)
+
+    def _commit(self, records: list[dict[str, Any]]) -> None:
+        """Journal `records` as one frame and flush, forward the frame to the scheduling
+        process, and start a snapshot when one is due."""
         if records:
-            self._worker.send_multipart([b"records", _pack(records)])
+            payload = _pack(records)
+            self.journal.append_packed(payload, len(records))
+            self.journal.flush()
+            self._worker.send_multipart([b"records", payload])
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
-            self.journal.write_snapshot(self.service.seq, self.service.snapshot())
+            if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
+                gc.freeze()  # see the module docstring
 
     def _reply_or_record(
         self,
@@ -306,7 +360,7 @@ class SchedulingDaemon:
         records: list[dict[str, Any]],
     ) -> bytes | None:
         """The reply frame to one request (None if it waits for a round); its record, if it
-        changed the state, is appended to `records` and the journal."""
+        changed the state, is appended to `records`."""
         if len(frames) != 1:
             return encode_reply("", Status.INVALID, f"expected one frame, got {len(frames)}")
         frame = frames[0]
@@ -328,8 +382,6 @@ class SchedulingDaemon:
         now = self.service.clock(_wall_us())
         if request.type == "batch":
             reply, batch = self.service.apply_batch(request, now)
-            for applied in batch:
-                self.journal.append(applied)
             records.extend(batch)
             return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         try:
@@ -338,7 +390,6 @@ class SchedulingDaemon:
             _log.exception("request %s (%s) failed", request.request_id, request.type)
             return encode_reply(request.request_id, Status.ERROR, f"internal error: {error}")
         if record is not None:
-            self.journal.append(record)
             records.append(record)
         return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
 
@@ -381,34 +432,54 @@ class SchedulingDaemon:
             except zmq.Again:
                 return
             if kind == b"decided":
+                answer = msgpack.unpackb(parts[0], raw=False)
+                if self._round is None or answer["round"] != self._round.round_id:
+                    continue  # a round of a worker that was restarted since
                 try:
-                    self._finish_round(msgpack.unpackb(parts[0], raw=False))
-                except Exception as error:  # a bug: the round is lost, the daemon serves on
-                    _log.exception("applying a round's decisions failed")
-                    if self._round is not None:
-                        reason = f"internal error applying the round: {error}"
-                        self._answer_round(self._round.round_id, Status.ERROR, reason, {})
+                    decisions = [decision_from_wire(item) for item in answer["deltas"]]
+                except ValueError as error:  # a bug: the round is lost, the daemon serves on
+                    _log.exception("the scheduling process sent a bad decision")
+                    reason = f"internal error reading the round: {error}"
+                    self._answer_round(self._round.round_id, Status.ERROR, reason, {})
+                    continue
+                self._round.answer = answer
+                self._round.chunks = _chunks(decisions, self.config.decision_chunk)
             elif kind == b"failed":
                 round_id, reason = msgpack.unpackb(parts[0], raw=False)
                 self._answer_round(round_id, Status.ERROR, f"the round failed: {reason}", {})
             elif kind == b"diverged":
-                # A bug: the replica refused a record the state accepted. Start it afresh.
+                # A bug: the replica refused a record the state accepted. Start it afresh; a
+                # round whose decisions are being applied goes on (they need no replica).
                 reason = parts[0].decode(errors="replace")
                 _log.error("the scheduling process diverged (%s); restarting it", reason)
-                if self._round is not None:
+                if self._round is not None and self._round.answer is None:
                     round_id = self._round.round_id
                     self._answer_round(round_id, Status.ERROR, f"replica diverged: {reason}", {})
                 self._start_worker()
 
-    def _finish_round(self, answer: Mapping[str, Any]) -> None:
-        if self._round is None or answer["round"] != self._round.round_id:
-            return  # a round of a worker that was restarted since
-        decisions = [decision_from_wire(item) for item in answer["deltas"]]
-        outcome, record = self.service.apply_decisions(decisions, self.service.clock(_wall_us()))
-        if record is not None:
-            self.journal.append(record)
-            self.journal.flush()
-            self._worker.send_multipart([b"records", _pack([record])])
+    def _apply_chunk(self) -> None:
+        """Apply the next chunk of the round's decisions, journal and forward its record; after
+        the last, answer and publish the round."""
+        current = self._round
+        assert current is not None and current.answer is not None
+        answer = current.answer
+        if current.chunks:
+            chunk = current.chunks.pop(0)
+            try:
+                outcome, record = self.service.apply_decisions(
+                    chunk, self.service.clock(_wall_us())
+                )
+            except Exception as error:  # a bug: the rest of the round is lost, serving goes on
+                _log.exception("applying a round's decisions failed")
+                reason = f"internal error applying the round: {error}"
+                self._answer_round(current.round_id, Status.ERROR, reason, {})
+                return
+            current.outcome.applied.extend(outcome.applied)
+            current.outcome.refused.extend(outcome.refused)
+            self._commit([] if record is None else [record])
+        if current.chunks:
+            return
+        outcome = current.outcome
         self.rounds += 1
         body = {
             "round": answer["round"],
@@ -419,6 +490,7 @@ class SchedulingDaemon:
             "timings": answer["timings"],
             "task_errors": answer["task_errors"],
             "seq": self.service.seq,
+            "round_ms": (time.monotonic() - current.started) * 1000,
         }
         if self._publisher is not None and outcome.applied:
             self._publisher.send_multipart([b"deltas", _pack(body)])
@@ -455,6 +527,8 @@ class SchedulingDaemon:
             "waiting": len(cluster.waiting_task_ids),
             "running": running,
             "worker_alive": self._process is not None and self._process.poll() is None,
+            "snapshot_in_progress": self.journal.snapshot_in_progress,
+            "snapshot_failures": self.journal.snapshot_failures,
             "uptime_s": time.monotonic() - self.started,
             "now_us": cluster.now,
         }

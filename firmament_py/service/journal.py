@@ -1,8 +1,10 @@
 """The daemon's journal: an append-only log of accepted changes, and snapshots that bound replay.
 
 A journal directory holds `snapshot-<seq>.pickle` (the service state after record `seq`) and
-`log-<seq>.bin` (the records after it, in order). Each record is framed as 4 bytes of length,
-4 bytes of CRC-32 (both big-endian) and a msgpack map; the record maps themselves are the
+`log-<seq>.bin` (the records after it, in order). The log is a sequence of frames: 4 bytes of
+length, 4 bytes of CRC-32 (both big-endian) and a msgpack payload, which is either one record
+(a map) or a list of records (a batch: the daemon writes one frame per turn of its loop and
+forwards the same bytes to its scheduling process). The record maps themselves are the
 service's business (`firmament_py.service.state`).
 
 The daemon appends the records of a batch of requests, calls `flush`, and only then sends the
@@ -11,25 +13,35 @@ acknowledged: the kernel has them) and then, by `fsync` policy, forces them to t
 "always" before every acknowledgement (an operating-system crash loses nothing either),
 "interval" at most every `fsync_interval` seconds, "never" leaves it to the kernel.
 
-A crash can cut the last record short. `recover` keeps every whole record before the cut and
-truncates the rest, which was never acknowledged; a bad record anywhere else is corruption and
+A crash can cut the last frame short. `recover` keeps every whole frame before the cut and
+truncates the rest, which was never acknowledged; a bad frame anywhere else is corruption and
 raises `JournalError` instead of silently dropping acknowledged changes.
 
 A snapshot is written to a temporary file, fsynced and renamed, and a new log starts with it;
 older snapshots and logs are deleted only after that, so a crash at any point leaves a
-complete snapshot and the log after it.
+complete snapshot and the logs after it. `write_snapshot` does this in the caller;
+`start_snapshot` does it in a forked child (the state is copied on write, so the daemon goes on
+serving while a large state is pickled) and `poll_snapshot` reaps the child and deletes what
+its snapshot made unnecessary. The child dies with its parent, and gives up its share of the
+directory's lock at once, so a restarted daemon is never locked out by it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import fcntl
+import logging
 import os
 import pickle
 import re
+import signal
 import struct
+import sys
 import time
+import traceback
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -42,6 +54,9 @@ _HEADER = struct.Struct(">II")
 _MAX_RECORD = 1 << 30
 _SNAPSHOT = re.compile(r"snapshot-(\d{12})\.pickle")
 _LOG = re.compile(r"log-(\d{12})\.bin")
+_TEMPORARY = re.compile(r"snapshot-\d{12}\.\d+\.tmp")
+
+_log = logging.getLogger(__name__)
 
 
 class JournalError(Exception):
@@ -72,7 +87,10 @@ class Journal:
         self._file: BinaryIO | None = None
         self._last_sync = time.monotonic()
         self._lock_file: TextIO | None = None
+        self._snapshot_child: tuple[int, int] | None = None  # (pid, seq) being written
         self.records_since_snapshot = 0
+        self.snapshot_failures = 0
+        """Background snapshots whose child failed (each one logged; the journal stays valid)."""
 
     # ------------------------------------------------------------------ reading
 
@@ -90,6 +108,9 @@ class Journal:
         appending, and holds the directory's lock until `close` (JournalError if another
         process holds it: two daemons on one journal would corrupt it)."""
         self._lock()
+        for path in self.directory.iterdir():
+            if _TEMPORARY.fullmatch(path.name):
+                path.unlink()  # a snapshot whose writer died before renaming it
         snapshots = self._numbered(_SNAPSHOT)
         payload: Any = None
         base = 0
@@ -133,11 +154,15 @@ class Journal:
                 break
             payload = data[start : start + length]
             try:
-                records.append(msgpack.unpackb(payload, raw=False))
+                decoded = msgpack.unpackb(payload, raw=False)
             except Exception as error:
                 raise JournalError(
                     f"{path}: undecodable record at byte {offset}: {error}"
                 ) from None
+            if isinstance(decoded, list):
+                records.extend(decoded)
+            else:
+                records.append(decoded)
             offset = start + length
         return iter(records)
 
@@ -175,9 +200,12 @@ class Journal:
 
     def append(self, record: dict[str, Any]) -> None:
         """Queue `record` for the next `flush`."""
-        payload = msgpack.packb(record, use_bin_type=True)
+        self.append_packed(msgpack.packb(record, use_bin_type=True), 1)
+
+    def append_packed(self, payload: bytes, count: int) -> None:
+        """Queue `payload`, a msgpack record or list of `count` records, as one frame."""
         self._buffer.append(_HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
-        self.records_since_snapshot += 1
+        self.records_since_snapshot += count
 
     def flush(self) -> None:
         """Write the queued records, then fsync as the policy says. Returns once they are safe
@@ -196,24 +224,93 @@ class Journal:
 
     def write_snapshot(self, seq: int, payload: Any) -> Path:
         """Save `payload` as the state after record `seq`, start a new log after it, and delete
-        what the snapshot makes unnecessary. Flushes first."""
+        what the snapshot makes unnecessary. Flushes first; waits for a background snapshot."""
+        self.poll_snapshot(wait=True)
+        self._start_new_log(seq)
+        path = self._write_snapshot_file(seq, payload)
+        self._delete_before(seq)
+        return path
+
+    def start_snapshot(self, seq: int, payload: Callable[[], Any]) -> bool:
+        """Start a new log after record `seq` and write the snapshot `payload()` (the state
+        after record `seq`, taken in the child) from a forked child; False, doing nothing, if
+        the previous one is still being written. The caller calls `poll_snapshot` now and
+        then."""
+        self.poll_snapshot()
+        if self._snapshot_child is not None:
+            return False
+        self._start_new_log(seq)
+        lock_fd = self._lock_file.fileno() if self._lock_file is not None else None
+        pid = os.fork()
+        if pid == 0:  # the child: write the file and exit, running nothing else of the parent's
+            code = 1
+            try:
+                _die_with_parent()
+                if lock_fd is not None:
+                    os.close(lock_fd)  # its share of the lock: a restarted daemon may take it
+                self._write_snapshot_file(seq, payload())
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        self._snapshot_child = (pid, seq)
+        return True
+
+    @property
+    def snapshot_in_progress(self) -> bool:
+        """Whether a background snapshot's child is still writing."""
+        return self._snapshot_child is not None
+
+    def poll_snapshot(self, *, wait: bool = False) -> None:
+        """Reap a finished background snapshot (with `wait`, wait for it): if it was written,
+        delete the snapshots and logs before it; if its child failed, log it and keep them
+        (the journal is as valid as before, with one more log)."""
+        if self._snapshot_child is None:
+            return
+        pid, seq = self._snapshot_child
+        done, status = os.waitpid(pid, 0 if wait else os.WNOHANG)
+        if done == 0:
+            return
+        self._snapshot_child = None
+        code = os.waitstatus_to_exitcode(status)
+        if code == 0 and (self.directory / f"snapshot-{seq:012d}.pickle").exists():
+            self._delete_before(seq)
+        else:
+            self.snapshot_failures += 1
+            _log.error("%s: the snapshot after record %d failed (status %d)", self, seq, code)
+
+    def _start_new_log(self, seq: int) -> None:
+        """Flush and fsync the log, and append the records after `seq` to a new one."""
         self.flush()
         assert self._file is not None
         os.fsync(self._file.fileno())
-        path = self.directory / f"snapshot-{seq:012d}.pickle"
-        temporary = path.with_suffix(".tmp")
-        with temporary.open("wb") as file:
-            pickle.dump(payload, file, protocol=pickle.HIGHEST_PROTOCOL)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
         self._open_log(self.directory / f"log-{seq:012d}.bin")
+        self.records_since_snapshot = 0
+
+    def _write_snapshot_file(self, seq: int, payload: Any) -> Path:
+        path = self.directory / f"snapshot-{seq:012d}.pickle"
+        temporary = self.directory / f"{path.stem}.{os.getpid()}.tmp"
+        try:
+            with temporary.open("wb") as file:
+                pickle.dump(payload, file, protocol=pickle.HIGHEST_PROTOCOL)
+                file.flush()
+                os.fsync(file.fileno())
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        os.replace(temporary, path)
+        _fsync_directory(self.directory)
+        return path
+
+    def _delete_before(self, seq: int) -> None:
         for old_seq, old in self._numbered(_SNAPSHOT) + self._numbered(_LOG):
             if old_seq < seq:
                 old.unlink()
         _fsync_directory(self.directory)
-        self.records_since_snapshot = 0
-        return path
+
+    def __repr__(self) -> str:
+        return f"Journal({str(self.directory)!r})"
 
     def __enter__(self) -> Journal:
         return self
@@ -222,7 +319,9 @@ class Journal:
         self.close()
 
     def close(self) -> None:
-        """Flush, force everything to disk, close, and release the lock."""
+        """Wait for a background snapshot; flush, force everything to disk, close, and release
+        the lock."""
+        self.poll_snapshot(wait=True)
         if self._file is not None:
             self.flush()
             os.fsync(self._file.fileno())
@@ -231,3 +330,13 @@ class Journal:
         if self._lock_file is not None:
             self._lock_file.close()  # closing releases the flock
             self._lock_file = None
+
+
+def _die_with_parent() -> None:
+    """Have the kernel kill this (forked) process when its parent dies (Linux; elsewhere the
+    child finishes its snapshot on its own)."""
+    if not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)

@@ -44,6 +44,7 @@ def run_worker(endpoint: str) -> None:
     context = zmq.Context()
     socket = context.socket(zmq.PAIR)
     socket.setsockopt(zmq.LINGER, 1000)
+    socket.setsockopt(zmq.RCVHWM, 0)  # the daemon never waits for this process to catch up
     socket.connect(endpoint)
     scheduler: Scheduler | None = None
     try:
