@@ -38,6 +38,8 @@ copyreg.pickle(MappingProxyType, _pickle_frozen)
 def freeze_labels(labels: Mapping[str, str]) -> Labels:
     """A read-only copy of `labels`, after checking that keys are non-empty strings and values
     strings, so that events and entities cannot be changed through the caller's dict."""
+    if not labels:
+        return NO_LABELS  # most tasks have none: share the read-only empty map
     for key, value in labels.items():
         if not isinstance(key, str) or not key:
             raise ValueError(f"a label key must be a non-empty str, got {key!r}")

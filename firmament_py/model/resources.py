@@ -100,6 +100,8 @@ class Resources:
 
     def require_non_negative(self, what: str) -> Resources:
         """Return self, or raise ValueError naming `what` and the negative dimensions."""
+        if min(self.as_tuple()) >= 0:
+            return self  # every event with a vector checks it: keep the usual case cheap
         negative = [
             f"{name}={value}"
             for name, value in zip(self.DIMENSIONS, self.as_tuple(), strict=True)

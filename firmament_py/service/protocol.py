@@ -41,7 +41,7 @@ from firmament_py.model.events import (
     TaskUpdated,
 )
 from firmament_py.model.ids import INT64_MAX, Time
-from firmament_py.model.labels import LabelSelector, SelectorOp
+from firmament_py.model.labels import NO_LABELS, LabelSelector, SelectorOp
 from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.scheduler.decisions import Decision
 
@@ -263,6 +263,9 @@ MAX_BATCH = 10_000
 """The most requests one `batch` may carry."""
 
 
+_BATCH_ITEM_KEYS = frozenset({"type", "body"})
+
+
 def _batch(path: str, value: Any) -> list[dict[str, Any]]:
     """A batch's requests: each `{"type": T, "body": {...}}` with T state-changing, checked as
     that request's body is. One bad request makes the whole batch invalid."""
@@ -272,9 +275,9 @@ def _batch(path: str, value: Any) -> list[dict[str, Any]]:
     for index, item in enumerate(value):
         where = f"{path}[{index}]"
         fields = _map(where, item)
-        unknown = sorted(set(fields) - {"type", "body"})
-        if unknown:
-            raise _invalid(f"{where}.{unknown[0]}", "is not a known field (known: type, body)")
+        if not fields.keys() <= _BATCH_ITEM_KEYS:
+            unknown = sorted(fields.keys() - _BATCH_ITEM_KEYS)[0]
+            raise _invalid(f"{where}.{unknown}", "is not a known field (known: type, body)")
         kind = fields.get("type")
         if not isinstance(kind, str) or kind not in STATE_CHANGING_TYPES:
             choices = ", ".join(sorted(STATE_CHANGING_TYPES))
@@ -289,16 +292,18 @@ _ENVELOPE_KEYS = frozenset({"v", "id", "type", "body"})
 
 def _checked_map(path: str, value: Any, spec: FieldSpec) -> dict[str, Any]:
     fields = _map(path, value)
-    unknown = sorted(set(fields) - set(spec))
-    if unknown:
-        known = ", ".join(spec) or "none"
-        raise _invalid(f"{path}.{unknown[0]}", f"is not a known field (known: {known})")
     checked: dict[str, Any] = {}
-    for name, (check, required) in spec.items():
-        if name in fields:
-            checked[name] = check(f"{path}.{name}", fields[name])
-        elif required:
-            raise _invalid(f"{path}.{name}", "is missing")
+    for name, field_value in fields.items():  # the fields given: usually few of the spec's
+        entry = spec.get(name)
+        if entry is None:
+            unknown = sorted(fields.keys() - spec.keys())[0]
+            known = ", ".join(spec) or "none"
+            raise _invalid(f"{path}.{unknown}", f"is not a known field (known: {known})")
+        checked[name] = entry[0](f"{path}.{name}", field_value)
+    if len(checked) < len(spec):
+        for name, (_, required) in spec.items():
+            if required and name not in checked:
+                raise _invalid(f"{path}.{name}", "is missing")
     return checked
 
 
@@ -387,8 +392,8 @@ def events_of(kind: str, body: Mapping[str, Any], time: Time) -> list[ClusterEve
                 job_id=body["job_id"],
                 request=Resources(**body["request"]) if "request" in body else NO_RESOURCES,
                 priority=body.get("priority", 0),
-                labels=body.get("labels", {}),
-                selectors=tuple(_selector(s) for s in body.get("selectors", ())),
+                labels=body.get("labels", NO_LABELS),
+                selectors=tuple(map(_selector, body["selectors"])) if "selectors" in body else (),
             )
         ]
     if kind == "task_completed":
