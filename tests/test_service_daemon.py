@@ -460,3 +460,42 @@ def test_chunks_keep_the_order_decisions_are_applied_in() -> None:
     migrate = [SchedulingDelta(DeltaKind.MIGRATE, 20 + i, "m", "n") for i in range(3)]
     chunks = _chunks(place[:2] + migrate + preempt + place[2:], 2)
     assert chunks == [preempt[:2], preempt[2:], migrate, place[:2], place[2:4], place[4:]]
+
+
+def test_tasks_and_machines_are_listed_page_by_page(tmp_path: Path) -> None:
+    from firmament_py.service import ListedMachine
+
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j")
+    served = Running(config)
+    try:
+        with Client(served.endpoint, timeout=20) as client:
+            client.add_machines(machines(3))
+            for task_id in (5, 1, 9, 3, 7, 2, 8):
+                client.submit_task(task_id, f"j{task_id % 2}")
+            placed = {d.task: d.to_machine for d in client.schedule().deltas}
+            listed = list(client.tasks(page=2))
+            assert [t.task_id for t in listed] == [1, 2, 3, 5, 7, 8, 9]
+            for task in listed:
+                assert task.job_id == f"j{task.task_id % 2}"
+                assert task.machine_id == placed.get(task.task_id)
+                running = task.task_id in placed
+                assert task.state is (TaskState.RUNNING if running else TaskState.RUNNABLE)
+            waiting = [t.task_id for t in client.tasks(state=TaskState.RUNNABLE, page=1)]
+            assert waiting == sorted(set(listed_id.task_id for listed_id in listed) - set(placed))
+            on_m1 = [t.task_id for t in client.tasks(machine_id="m1")]
+            assert on_m1 == sorted(t for t, m in placed.items() if m == "m1")
+            assert list(client.machines(page=2)) == [
+                ListedMachine(
+                    f"m{i}", f"r{i % 2}", "pod-0", 2, sum(m == f"m{i}" for m in placed.values())
+                )
+                for i in range(3)
+            ]
+            with pytest.raises(RequestFailed) as info:
+                list(client.tasks(machine_id="nowhere"))
+            assert info.value.status is Status.NOT_FOUND
+            for bad in ({"state": "sleeping"}, {"limit": 0}, {"limit": 10_001}, {"after": -1}):
+                with pytest.raises(RequestFailed) as info:
+                    client.request("tasks", bad)
+                assert info.value.status is Status.INVALID
+    finally:
+        served.stop()

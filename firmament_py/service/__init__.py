@@ -9,6 +9,8 @@ typed Python client; `keys` makes and loads CURVE keys.
 from firmament_py.service.client import (
     Client,
     DaemonTimeout,
+    ListedMachine,
+    ListedTask,
     MachineSpec,
     RequestFailed,
     RoundReply,
@@ -26,6 +28,8 @@ __all__ = [
     "DaemonError",
     "DaemonTimeout",
     "KeyFileError",
+    "ListedMachine",
+    "ListedTask",
     "MachineSpec",
     "ProtocolError",
     "RequestFailed",

@@ -15,13 +15,14 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
 
 from firmament_py.model.resources import Resources
+from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision
 from firmament_py.service.keys import CurveClientKeys
 from firmament_py.service.protocol import (
@@ -31,7 +32,16 @@ from firmament_py.service.protocol import (
     encode_request,
 )
 
-__all__ = ["Answer", "Client", "DaemonTimeout", "MachineSpec", "RequestFailed", "RoundReply"]
+__all__ = [
+    "Answer",
+    "Client",
+    "DaemonTimeout",
+    "ListedMachine",
+    "ListedTask",
+    "MachineSpec",
+    "RequestFailed",
+    "RoundReply",
+]
 
 
 class RequestFailed(Exception):
@@ -108,6 +118,28 @@ class RoundReply:
             task_errors=list(body["task_errors"]),
             seq=body["seq"],
         )
+
+
+@dataclass(frozen=True)
+class ListedTask:
+    """A task as `Client.tasks` lists it: where the daemon's state has it."""
+
+    task_id: int
+    job_id: str
+    state: TaskState
+    machine_id: str | None
+
+
+@dataclass(frozen=True)
+class ListedMachine:
+    """A machine as `Client.machines` lists it."""
+
+    machine_id: str
+    rack_id: str
+    pod_id: str
+    slots: int
+    running: int
+    """Tasks running on it."""
 
 
 def _resources(resources: Resources) -> dict[str, int]:
@@ -348,3 +380,39 @@ class Client:
 
     def status(self) -> dict[str, Any]:
         return self.request("status")
+
+    def tasks(
+        self,
+        *,
+        state: TaskState | None = None,
+        machine_id: str | None = None,
+        page: int = 1_000,
+    ) -> Iterator[ListedTask]:
+        """Every task the daemon knows (in `state`, running on `machine_id`, if given), in id
+        order, fetched `page` at a time: how a cluster manager reconciles its view after it or
+        the daemon restarted. Pages are read one after another, not as one snapshot: a task
+        that exists throughout is listed exactly once, one that comes or goes meanwhile may or
+        may not be."""
+        body: dict[str, Any] = {"limit": page}
+        if state is not None:
+            body["state"] = state.value
+        if machine_id is not None:
+            body["machine_id"] = machine_id
+        while True:
+            reply = self.request("tasks", body)
+            for task_id, job_id, task_state, on in reply["tasks"]:
+                yield ListedTask(task_id, job_id, TaskState(task_state), on)
+            if not reply["more"]:
+                return
+            body["after"] = reply["tasks"][-1][0]
+
+    def machines(self, *, page: int = 1_000) -> Iterator[ListedMachine]:
+        """Every machine the daemon knows, in id order, fetched `page` at a time (as `tasks`)."""
+        body: dict[str, Any] = {"limit": page}
+        while True:
+            reply = self.request("machines", body)
+            for row in reply["machines"]:
+                yield ListedMachine(*row)
+            if not reply["more"]:
+                return
+            body["after"] = reply["machines"][-1][0]

@@ -377,6 +377,11 @@ class SchedulingDaemon:
             return encode_reply(error.request_id, error.status, error.reason)
         if request.type == "status":
             return encode_reply(request.request_id, Status.OK, "", self.status())
+        if request.type in ("tasks", "machines"):
+            service = self.service
+            listed = service.list_tasks if request.type == "tasks" else service.list_machines
+            reply = listed(request.body)
+            return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         if request.type == "schedule":
             return self._schedule(identity, request.request_id)
         now = self.service.clock(_wall_us())

@@ -43,11 +43,14 @@ from firmament_py.model.events import (
 from firmament_py.model.ids import INT64_MAX, Time
 from firmament_py.model.labels import NO_LABELS, LabelSelector, SelectorOp
 from firmament_py.model.resources import NO_RESOURCES, Resources
+from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision
 
 __all__ = [
+    "MAX_LIST",
     "MAX_REQUEST_ID_LENGTH",
     "PROTOCOL_VERSION",
+    "READ_TYPES",
     "REQUEST_FIELDS",
     "STATE_CHANGING_TYPES",
     "ProtocolError",
@@ -195,6 +198,25 @@ def _machines(path: str, value: Any) -> list[dict[str, Any]]:
     ]
 
 
+MAX_LIST = 10_000
+"""The most tasks or machines one `tasks` or `machines` reply lists."""
+
+_TASK_STATES = tuple(state.value for state in TaskState)
+
+
+def _choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise _invalid(path, f"must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _limit(path: str, value: Any) -> int:
+    limit = _int(path, value, minimum=1)
+    if limit > MAX_LIST:
+        raise _invalid(path, f"must be at most {MAX_LIST:,}, got {limit:,}")
+    return limit
+
+
 Check = Callable[[str, Any], Any]
 FieldSpec = Mapping[str, tuple[Check, bool]]
 """Field name -> (check, required)."""
@@ -252,10 +274,23 @@ REQUEST_FIELDS: Mapping[str, FieldSpec] = {
     "batch": {"requests": (lambda path, value: _batch(path, value), True)},
     "schedule": {},
     "status": {},
+    "tasks": {
+        "state": (lambda path, value: _choice(path, value, _TASK_STATES), False),
+        "machine_id": (_name, False),
+        "after": (_task_id, False),
+        "limit": (_limit, False),
+    },
+    "machines": {
+        "after": (_name, False),
+        "limit": (_limit, False),
+    },
 }
 """Every request type and its body's fields."""
 
-STATE_CHANGING_TYPES = frozenset(REQUEST_FIELDS) - {"schedule", "status", "batch"}
+READ_TYPES = frozenset({"status", "tasks", "machines"})
+"""Requests that only read the state."""
+
+STATE_CHANGING_TYPES = frozenset(REQUEST_FIELDS) - {"schedule", "batch"} - READ_TYPES
 """Requests that change the cluster state: journaled before they are acknowledged. A `batch`
 carries several of them."""
 

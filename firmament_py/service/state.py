@@ -16,6 +16,10 @@ Two kinds of record:
 * `{"seq", "time", "kind": "decisions", "deltas"}`: the decisions of a round that this state
   accepted (see `scheduler.decisions.apply_decisions`), in wire form.
 
+It also answers the read-only requests that list tasks and machines (`list_tasks`,
+`list_machines`), a page at a time in id order, so that a cluster manager can reconcile its
+view with the daemon's after either restarts.
+
 Request ids make retries safe: the reply to every applied request id is remembered (the last
 `dedup_window` of them, restored by replay too), and a request with a known id gets that reply
 again instead of a second application.
@@ -23,6 +27,7 @@ again instead of a second application.
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,7 +43,7 @@ from firmament_py.model.events import (
     TaskSubmitted,
 )
 from firmament_py.model.ids import Time
-from firmament_py.model.states import TaskTransition
+from firmament_py.model.states import TaskState, TaskTransition
 from firmament_py.scheduler.decisions import Decision, DecisionOutcome, apply_decisions
 from firmament_py.service.protocol import (
     STATE_CHANGING_TYPES,
@@ -49,9 +54,19 @@ from firmament_py.service.protocol import (
     events_of,
 )
 
-__all__ = ["DEFAULT_DEDUP_WINDOW", "ReplayError", "Replica", "ServiceState", "replay"]
+__all__ = [
+    "DEFAULT_DEDUP_WINDOW",
+    "DEFAULT_LIST",
+    "ReplayError",
+    "Replica",
+    "ServiceState",
+    "replay",
+]
 
 DEFAULT_DEDUP_WINDOW = 200_000
+
+DEFAULT_LIST = 1_000
+"""Tasks or machines a `tasks` or `machines` reply lists when the request gives no `limit`."""
 
 
 class ReplayError(Exception):
@@ -268,6 +283,52 @@ class ServiceState:
             elif event.task_id not in cluster.tasks:
                 return Reply(Status.NOT_FOUND, f"no task {event.task_id}")
         return None
+
+    # ------------------------------------------------------------------ reads
+
+    def list_tasks(self, body: Mapping[str, Any]) -> Reply:
+        """A `tasks` reply: `[task_id, job_id, state, machine_id]` of the tasks (in `state`, on
+        `machine_id`, if given) whose ids follow `after`, in id order, at most `limit`; `more`
+        says whether others follow. One pass over the candidates per page."""
+        cluster = self.cluster
+        tasks = cluster.tasks
+        state = TaskState(body["state"]) if "state" in body else None
+        candidates: Iterable[int]
+        if "machine_id" in body:
+            machine = cluster.machines.get(body["machine_id"])
+            if machine is None:
+                return Reply(Status.NOT_FOUND, f"no machine {body['machine_id']!r}")
+            candidates = machine.running_task_ids
+        elif state is TaskState.RUNNABLE:
+            candidates = cluster.waiting_task_ids
+        else:
+            candidates = tasks
+        after = body.get("after", -1)
+        limit = body.get("limit", DEFAULT_LIST)
+        ids = heapq.nsmallest(
+            limit + 1,
+            (i for i in candidates if i > after and (state is None or tasks[i].state is state)),
+        )
+        rows = [
+            [i, tasks[i].job_id, tasks[i].state.value, tasks[i].machine_id] for i in ids[:limit]
+        ]
+        return Reply(Status.OK, "", {"tasks": rows, "more": len(ids) > limit, "seq": self.seq})
+
+    def list_machines(self, body: Mapping[str, Any]) -> Reply:
+        """A `machines` reply: `[machine_id, rack_id, pod_id, slots, running]` of the machines
+        whose ids follow `after` (in string order), at most `limit`, and `more`."""
+        cluster = self.cluster
+        after = body.get("after", "")
+        limit = body.get("limit", DEFAULT_LIST)
+        ids = heapq.nsmallest(limit + 1, (m for m in cluster.machines if m > after))
+        rows = []
+        for machine_id in ids[:limit]:
+            machine = cluster.machines[machine_id]
+            pod = cluster.racks[machine.rack_id].pod_id
+            rows.append(
+                [machine_id, machine.rack_id, pod, machine.slots, len(machine.running_task_ids)]
+            )
+        return Reply(Status.OK, "", {"machines": rows, "more": len(ids) > limit, "seq": self.seq})
 
     # ------------------------------------------------------------------ rounds
 
