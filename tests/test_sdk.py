@@ -266,6 +266,16 @@ def test_default_statistics_pass_sums_up_the_topology() -> None:
     assert setup.resource(ResourceRef.rack("r3")).stats.slots == 4
 
 
+def test_the_default_statistics_shortcut_equals_asking_the_hooks() -> None:
+    # With no statistics hook of its own, a policy's pass skips the hook calls; it must give
+    # exactly what asking the defaults' three hooks gives, keys and order included.
+    setup = Setup(NoPolicy())
+    assert setup.policy._default_statistics
+    setup.policy._default_statistics = False
+    asked = setup.policy.statistics_pass(setup.cluster)
+    assert list(asked.items()) == list(setup.stats.items())
+
+
 def test_default_selector_class_reaches_only_matching_machines() -> None:
     setup = Setup(NoPolicy())
     policy, cluster = setup.policy, setup.cluster

@@ -45,7 +45,7 @@ from firmament_py.flow.graph import FlowGraph, NodeKind
 from firmament_py.flow.placement import UNPLACED, extract_placement_array
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.entities import Task
-from firmament_py.model.ids import EquivClassId, JobId, MachineId, TaskId
+from firmament_py.model.ids import EquivClassId, JobId, MachineId, PodId, RackId, TaskId
 from firmament_py.model.states import TaskState
 from firmament_py.sdk.manager import PolicyError, PolicyManager
 from firmament_py.sdk.types import (
@@ -84,6 +84,9 @@ class ArcType(enum.IntEnum):
     """machine -> sink, U(job) -> sink"""
 
 
+_BULK_READ = 8
+"""From this many out-arcs on, `_reconcile` reads the arcs' values from the arrays at once."""
+
 ArcKey = tuple[int, int]
 """An out-arc of a node, identified by (destination node, ArcType)."""
 
@@ -104,6 +107,11 @@ class FlowGraphManager:
         self._class_node: dict[EquivClassId, int] = {}
         self._resource_node: dict[ResourceRef, int] = {}
         self._node_machine: dict[int, MachineId] = {}
+        # The live resources' refs by id (made once, not every round) and machines' nodes.
+        self._machine_ref: dict[MachineId, ResourceRef] = {}
+        self._rack_ref: dict[RackId, ResourceRef] = {}
+        self._pod_ref: dict[PodId, ResourceRef] = {}
+        self._machine_node: dict[MachineId, int] = {}
         # Tasks in the graph by what their arcs describe: waiting, or running on a machine.
         self._waiting: dict[TaskId, None] = {}
         self._running: dict[TaskId, MachineId] = {}
@@ -130,7 +138,7 @@ class FlowGraphManager:
         return self._task_node.get(task_id)
 
     def machine_node(self, machine_id: MachineId) -> int | None:
-        return self._resource_node.get(ResourceRef.machine(machine_id))
+        return self._machine_node.get(machine_id)
 
     def class_node(self, equiv_class: EquivClassId) -> int | None:
         return self._class_node.get(equiv_class)
@@ -182,21 +190,48 @@ class FlowGraphManager:
     def _sync_resources(self) -> bool:
         """Add and remove resource nodes; True if any machine joined or left."""
         changed = False
-        for ref in [ref for ref in self._resource_node if not self.cluster.has_resource(ref)]:
-            node = self._resource_node.pop(ref)
-            self.graph.remove_node(node)
-            if ref.kind is ResourceKind.MACHINE:
-                del self._node_machine[node]
-                self.policy.machine_removed(machine_id=ref.id, cluster=self.cluster)
-                changed = True
-        for pod_id in self.state.pods:
-            self._resource(ResourceRef.pod(pod_id))
-        for rack_id in self.state.racks:
-            self._resource(ResourceRef.rack(rack_id))
-        for machine_id, machine in self.state.machines.items():
-            ref = ResourceRef.machine(machine_id)
-            if ref not in self._resource_node:
+        state = self.state
+        live: dict[ResourceKind, Mapping[str, object]] = {
+            ResourceKind.MACHINE: state.machines,
+            ResourceKind.RACK: state.racks,
+            ResourceKind.POD: state.pods,
+        }
+        # Look for resources that left only if the ids differ (a set comparison in C).
+        if (
+            self._machine_ref.keys() != state.machines.keys()
+            or self._rack_ref.keys() != state.racks.keys()
+            or self._pod_ref.keys() != state.pods.keys()
+        ):
+            for ref in [ref for ref in self._resource_node if ref.id not in live[ref.kind]]:
+                node = self._resource_node.pop(ref)
+                self.graph.remove_node(node)
+                if ref.kind is ResourceKind.MACHINE:
+                    del self._node_machine[node]
+                    del self._machine_ref[ref.id]
+                    del self._machine_node[ref.id]
+                    self.policy.machine_removed(machine_id=ref.id, cluster=self.cluster)
+                    changed = True
+                elif ref.kind is ResourceKind.RACK:
+                    del self._rack_ref[ref.id]
+                else:
+                    del self._pod_ref[ref.id]
+        for pod_id in state.pods:
+            if pod_id not in self._pod_ref:
+                ref = ResourceRef.pod(pod_id)
+                self._resource(ref)
+                self._pod_ref[pod_id] = ref
+        for rack_id in state.racks:
+            if rack_id not in self._rack_ref:
+                ref = ResourceRef.rack(rack_id)
+                self._resource(ref)
+                self._rack_ref[rack_id] = ref
+        machine_refs = self._machine_ref
+        for machine_id, machine in state.machines.items():
+            if machine_id not in machine_refs:
+                ref = ResourceRef.machine(machine_id)
                 node = self._resource(ref)
+                machine_refs[machine_id] = ref
+                self._machine_node[machine_id] = node
                 self._node_machine[node] = machine_id
                 self.policy.machine_added(machine=MachineView(machine), cluster=self.cluster)
                 changed = True
@@ -216,13 +251,23 @@ class FlowGraphManager:
         stats, priced = self._stats, self._priced
         for ref in [ref for ref in priced if ref not in stats]:
             del priced[ref]
+        # Each resource's statistics compared once (not again as some parent's child).
+        changed = {
+            ref for ref, new in stats.items() if (old := priced.get(ref)) is not new and new != old
+        }
+        state, machine_refs, rack_refs = self.state, self._machine_ref, self._rack_ref
         for ref, node in self._resource_node.items():
-            resource = ResourceView(ref, self.cluster)
-            children = resource.children
-            if stats[ref] == priced.get(ref) and all(
-                stats[child] == priced.get(child) for child in children
-            ):
+            # The children of `ResourceView(ref).children`, read here without the views.
+            kind = ref.kind
+            if kind is ResourceKind.MACHINE:
+                children: tuple[ResourceRef, ...] = ()
+            elif kind is ResourceKind.RACK:
+                children = tuple([machine_refs[m] for m in state.racks[ref.id].machine_ids])
+            else:
+                children = tuple([rack_refs[r] for r in state.pods[ref.id].rack_ids])
+            if ref not in changed and changed.isdisjoint(children):
                 continue
+            resource = ResourceView(ref, self.cluster)
             desired: dict[ArcKey, ArcDescriptor] = {}
             for child in children:
                 desired[(self._resource_node[child], ArcType.TOPOLOGY)] = (
@@ -249,8 +294,9 @@ class FlowGraphManager:
         if rebuild_all:
             changed = {**changed, **dict.fromkeys(self._task_node)}
         still_changed: dict[TaskId, None] = {}
+        tasks = self.state.tasks  # a new read-only view per access: fetch it once
         for task_id in changed:
-            task = self.state.tasks.get(task_id)
+            task = tasks.get(task_id)
             if task is None or task.state not in (TaskState.RUNNABLE, TaskState.RUNNING):
                 self._remove_task(task_id)
                 continue
@@ -267,7 +313,7 @@ class FlowGraphManager:
             if task_id in changed:
                 continue
             try:
-                price(self.state.tasks[task_id])
+                price(tasks[task_id])
             except PolicyError as error:
                 errors.append(error)
                 self._remove_task(task_id, notify=False)
@@ -359,11 +405,9 @@ class FlowGraphManager:
     def _price_waiting(self, task: Task) -> None:
         descriptor = self.policy.task_to_unscheduled(task=TaskView(task), cluster=self.cluster)
         self._require_path_to_wait(task, descriptor)
-        self._set_arc(
+        self._set_arcs(
             self._task_node[task.task_id],
-            self._job_node[task.job_id],
-            descriptor,
-            ArcType.UNSCHEDULED,
+            ((self._job_node[task.job_id], descriptor, ArcType.UNSCHEDULED),),
         )
 
     def _price_running(self, task: Task) -> None:
@@ -376,11 +420,16 @@ class FlowGraphManager:
         )
         preemption = self.policy.task_preemption(task=view, cluster=self.cluster)
         self._require_path_to_wait(task, preemption)
-        self._set_arc(node, self.machine_node_of(task.machine_id), continuation, ArcType.RUNNING)
-        self._set_arc(node, self._job_node[task.job_id], preemption, ArcType.PREEMPTION)
+        self._set_arcs(
+            node,
+            (
+                (self.machine_node_of(task.machine_id), continuation, ArcType.RUNNING),
+                (self._job_node[task.job_id], preemption, ArcType.PREEMPTION),
+            ),
+        )
 
     def machine_node_of(self, machine_id: MachineId) -> int:
-        return self._resource_node[ResourceRef.machine(machine_id)]
+        return self._machine_node[machine_id]
 
     # ------------------------------------------------------------------ classes and jobs
 
@@ -453,17 +502,46 @@ class FlowGraphManager:
         """Make `node`'s out-arcs exactly `desired`: change the arcs that stay, remove the
         others, add the new ones. Consumes `desired`."""
         graph = self.graph
-        for arc in graph.out_arcs(node):
-            descriptor = desired.pop((graph.arc_dst(arc), graph.arc_kind(arc)), None)
-            if descriptor is None:
-                graph.remove_arc(arc)
-            else:
-                graph.change_arc(
-                    arc,
-                    capacity=descriptor.capacity,
-                    cost=descriptor.cost,
-                    lower=descriptor.min_flow,
-                )
+        arcs = graph.out_arcs(node)
+        if len(arcs) < _BULK_READ:
+            for arc in arcs:
+                descriptor = desired.pop((graph.arc_dst(arc), graph.arc_kind(arc)), None)
+                if descriptor is None:
+                    graph.remove_arc(arc)
+                else:
+                    graph.change_arc(
+                        arc,
+                        capacity=descriptor.capacity,
+                        cost=descriptor.cost,
+                        lower=descriptor.min_flow,
+                    )
+        else:
+            # Many arcs (a class reaching every machine, a rack): read their ends and values
+            # in one go, and skip `change_arc` where nothing changes (there it changes nothing).
+            arrays, index = graph.arrays(), np.array(arcs, dtype=np.int64)
+            for arc, dst, kind, low, cap, cost in zip(
+                arcs,
+                arrays.dst[index].tolist(),
+                arrays.arc_kind[index].tolist(),
+                arrays.low[index].tolist(),
+                arrays.cap[index].tolist(),
+                arrays.cost[index].tolist(),
+                strict=True,
+            ):
+                descriptor = desired.pop((dst, kind), None)
+                if descriptor is None:
+                    graph.remove_arc(arc)
+                elif (
+                    descriptor.cost != cost
+                    or descriptor.capacity != cap
+                    or descriptor.min_flow != low
+                ):
+                    graph.change_arc(
+                        arc,
+                        capacity=descriptor.capacity,
+                        cost=descriptor.cost,
+                        lower=descriptor.min_flow,
+                    )
         for (target, arc_type), descriptor in desired.items():
             graph.add_arc(
                 node,
@@ -474,20 +552,24 @@ class FlowGraphManager:
                 kind=arc_type,
             )
 
-    def _set_arc(
-        self, node: int, target: int, descriptor: ArcDescriptor, arc_type: ArcType
-    ) -> None:
-        """Change one out-arc of `node` (which must exist) to `descriptor`."""
-        for arc in self.graph.out_arcs(node):
-            if self.graph.arc_dst(arc) == target and self.graph.arc_kind(arc) == arc_type:
-                self.graph.change_arc(
-                    arc,
-                    capacity=descriptor.capacity,
-                    cost=descriptor.cost,
-                    lower=descriptor.min_flow,
-                )
-                return
-        raise AssertionError(f"node {node} has no {arc_type.name} arc to node {target}")
+    def _set_arcs(self, node: int, changes: Iterable[tuple[int, ArcDescriptor, ArcType]]) -> None:
+        """Change out-arcs of `node` (which must exist), each given as (target, descriptor,
+        type), in order; each is the first out-arc with that target and type."""
+        graph = self.graph
+        # The node's arcs read once for all the changes, first arc of each key kept.
+        arcs: dict[ArcKey, int] = {}
+        for arc in graph.out_arcs(node):
+            arcs.setdefault((graph.arc_dst(arc), graph.arc_kind(arc)), arc)
+        for target, descriptor, arc_type in changes:
+            found = arcs.get((target, arc_type))
+            if found is None:
+                raise AssertionError(f"node {node} has no {arc_type.name} arc to node {target}")
+            graph.change_arc(
+                found,
+                capacity=descriptor.capacity,
+                cost=descriptor.cost,
+                lower=descriptor.min_flow,
+            )
 
     # ------------------------------------------------------------------ decisions out
 
@@ -498,7 +580,5 @@ class FlowGraphManager:
         machines = np.fromiter(self._node_machine, dtype=np.int64, count=len(self._node_machine))
         task_nodes, machine_nodes = extract_placement_array(self.graph, flow, tasks, machines)
         node_task, node_machine = self._node_task, self._node_machine
-        return {
-            node_task[t]: (node_machine[m] if m != UNPLACED else None)
-            for t, m in zip(task_nodes.tolist(), machine_nodes.tolist(), strict=True)
-        }
+        machine_ids = [None if m == UNPLACED else node_machine[m] for m in machine_nodes.tolist()]
+        return dict(zip(map(node_task.__getitem__, task_nodes.tolist()), machine_ids, strict=True))

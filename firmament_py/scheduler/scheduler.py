@@ -242,7 +242,8 @@ class Scheduler:
             result = self.solver.solve_graph(manager.graph)
             solved = wallclock.perf_counter()
             placements = manager.placements(result.flow)
-            current = {task_id: self.state.tasks[task_id].machine_id for task_id in placements}
+            tasks = self.state.tasks  # a new read-only view per access: fetch it once
+            current = {task_id: tasks[task_id].machine_id for task_id in placements}
             decisions = scheduling_deltas(placements, current)
             extracted = wallclock.perf_counter()
         except BaseException:

@@ -40,6 +40,7 @@ from firmament_py.sdk.types import (
     ResourceStats,
     ResourceView,
     TaskView,
+    _model_ref,
 )
 
 __all__ = [
@@ -89,6 +90,29 @@ def _capped(cost: int) -> int:
     return min(cost, MAX_COST)
 
 
+# Descriptors are immutable values: the answers below share one per distinct value instead of
+# making (and checking) a new one per call; class and topology arcs are asked 10^3-10^4 times a
+# round with a handful of distinct capacities.
+_FREE = ArcDescriptor(0)
+_AGGREGATOR = ArcDescriptor(AGGREGATOR_COST)
+_UNBOUNDED = ArcDescriptor(0, capacity=MAX_CAPACITY)
+_PINNED = ArcDescriptor(0, capacity=1, min_flow=1)
+_FREE_BY_CAPACITY: dict[int, ArcDescriptor] = {}
+_MAX_SHARED = 4096
+
+
+def _free_arc(capacity: int) -> ArcDescriptor:
+    """`ArcDescriptor(0, capacity=capacity)`, shared."""
+    if type(capacity) is not int:  # let the constructor convert or refuse it
+        return ArcDescriptor(0, capacity=capacity)
+    descriptor = _FREE_BY_CAPACITY.get(capacity)
+    if descriptor is None:
+        descriptor = ArcDescriptor(0, capacity=capacity)
+        if len(_FREE_BY_CAPACITY) < _MAX_SHARED:
+            _FREE_BY_CAPACITY[capacity] = descriptor
+    return descriptor
+
+
 class FirmamentDefaults:
     """The default answer to every answer hook (see the module docstring)."""
 
@@ -121,7 +145,7 @@ class FirmamentDefaults:
         self, equiv_class: EquivClassId, cluster: ClusterView
     ) -> Sequence[ResourceRef]:
         if equiv_class == CLUSTER_AGGREGATOR:
-            return [ResourceRef(ResourceKind.MACHINE, m) for m in cluster.machines]
+            return [_model_ref(ResourceKind.MACHINE, m) for m in cluster.machines]
         selectors = self._selector_classes.get(equiv_class)
         if selectors is None:
             return ()
@@ -144,41 +168,41 @@ class FirmamentDefaults:
 
     @hookimpl(trylast=True)
     def unscheduled_to_sink(self, incoming_tasks: int) -> ArcDescriptor:
-        return ArcDescriptor(0, capacity=incoming_tasks)
+        return _free_arc(incoming_tasks)
 
     @hookimpl(trylast=True)
     def task_to_resource(self) -> ArcDescriptor:
-        return ArcDescriptor(0)
+        return _FREE
 
     @hookimpl(trylast=True)
     def resource_to_resource(self, child: ResourceView, cluster: ClusterView) -> ArcDescriptor:
         slots = schedulable_slots(child.stats, preemption_enabled=cluster.preemption_enabled)
-        return ArcDescriptor(0, capacity=slots)
+        return _free_arc(slots)
 
     @hookimpl(trylast=True)
     def leaf_to_sink(self, machine: MachineView) -> ArcDescriptor:
-        return ArcDescriptor(0, capacity=machine.slots)
+        return _free_arc(machine.slots)
 
     @hookimpl(trylast=True)
     def task_to_equiv_class(self, equiv_class: EquivClassId) -> ArcDescriptor:
         if equiv_class == CLUSTER_AGGREGATOR or equiv_class in self._selector_classes:
-            return ArcDescriptor(AGGREGATOR_COST)
-        return ArcDescriptor(0)
+            return _AGGREGATOR
+        return _FREE
 
     @hookimpl(trylast=True)
     def equiv_class_to_resource(
         self, resource: ResourceView, cluster: ClusterView
     ) -> ArcDescriptor:
         slots = schedulable_slots(resource.stats, preemption_enabled=cluster.preemption_enabled)
-        return ArcDescriptor(0, capacity=slots)
+        return _free_arc(slots)
 
     @hookimpl(trylast=True)
     def equiv_class_to_equiv_class(self) -> ArcDescriptor:
-        return ArcDescriptor(0, capacity=MAX_CAPACITY)
+        return _UNBOUNDED
 
     @hookimpl(trylast=True)
     def task_continuation(self, cluster: ClusterView) -> ArcDescriptor:
-        return ArcDescriptor(0, capacity=1, min_flow=0 if cluster.preemption_enabled else 1)
+        return _FREE if cluster.preemption_enabled else _PINNED
 
     @hookimpl(trylast=True)
     def task_preemption(self, task: TaskView, cluster: ClusterView) -> ArcDescriptor:

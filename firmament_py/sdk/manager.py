@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import inspect
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import pluggy
 
 from firmament_py.model.cluster import ClusterState
-from firmament_py.model.ids import EquivClassId, MachineId, TaskId
+from firmament_py.model.ids import EquivClassId, MachineId, RackId, TaskId
+from firmament_py.model.resources import Resources
 from firmament_py.sdk import hookspecs
 from firmament_py.sdk.defaults import FirmamentDefaults
 from firmament_py.sdk.types import (
@@ -35,6 +37,8 @@ from firmament_py.sdk.types import (
     ResourceStats,
     ResourceView,
     TaskView,
+    _machine_stats,
+    _model_ref,
     arc_descriptor_problem,
 )
 
@@ -140,17 +144,43 @@ def _describe_call(hook: str, arguments: Mapping[str, object]) -> str:
     return f"{hook}({shown})"
 
 
-def _direct_call(method: Callable[..., object]) -> Callable[..., object]:
-    """Call `method` with the keyword arguments its signature names, as pluggy would."""
-    accepted = tuple(inspect.signature(method).parameters)
+_Caller = Callable[[dict[str, object]], object]
+"""Asks one hook, given its arguments by name."""
 
-    def call(**arguments: object) -> object:
-        return method(**{name: arguments[name] for name in accepted})
+
+def _pluggy_call(hook_caller: Callable[..., object]) -> _Caller:
+    """Ask every implementation through pluggy."""
+
+    def call(arguments: dict[str, object]) -> object:
+        return hook_caller(**arguments)
 
     return call
 
 
-def _no_answers(**arguments: object) -> list[object]:
+def _direct_call(method: Callable[..., object]) -> _Caller:
+    """Call `method` with the arguments its signature names, as pluggy would.
+
+    The arguments are picked out by position when the signature allows it, which spares a
+    dict per call (rounds make 10^4-10^5 such calls).
+    """
+    parameters = inspect.signature(method).parameters.values()
+    accepted = tuple(parameter.name for parameter in parameters)
+    if any(parameter.kind is not parameter.POSITIONAL_OR_KEYWORD for parameter in parameters):
+
+        def by_name(arguments: dict[str, object]) -> object:
+            return method(**{name: arguments[name] for name in accepted})
+
+        return by_name
+    if not accepted:
+        return lambda arguments: method()
+    if len(accepted) == 1:
+        (only,) = accepted
+        return lambda arguments: method(arguments[only])
+    pick = operator.itemgetter(*accepted)
+    return lambda arguments: method(*pick(arguments))
+
+
+def _no_answers(arguments: dict[str, object]) -> list[object]:
     return []
 
 
@@ -164,6 +194,59 @@ def _equiv_class_problem(value: object) -> str | None:
     if value == "":
         return "is an empty str"
     return None
+
+
+def _default_statistics_pass(cluster: ClusterView) -> dict[ResourceRef, ResourceStats]:
+    """What `PolicyManager.statistics_pass` returns when the defaults answer all three
+    statistics hooks, without calling them: the same values, keys and order.
+
+    The defaults are the package's own pure functions, so no policy can observe the calls
+    skipped here. A machine's statistics are `ResourceStats.of_machine`; a rack's or pod's are
+    the sum of its children's (`prepare_stats` gives `ResourceStats()`, `gather_stats` adds each
+    child's, `update_stats` returns the sum). Sums are taken field by field rather than child by
+    child: the model keeps every resource value non-negative, so a sum overflows int64 exactly
+    when one of the pairwise sums would. Any exception (such an overflow) is left to the checked
+    pass, which fails the same way and reports it.
+    """
+    state = cluster._state
+    machine_kind, rack_kind, pod_kind = ResourceKind.MACHINE, ResourceKind.RACK, ResourceKind.POD
+    final: dict[ResourceRef, ResourceStats] = {}
+    machine_stats: dict[MachineId, ResourceStats] = {}
+    for machine_id, machine in state.machines.items():
+        stats = _machine_stats(ResourceStats, machine)
+        final[_model_ref(machine_kind, machine_id)] = stats
+        machine_stats[machine_id] = stats
+    rack_stats: dict[RackId, ResourceStats] = {}
+    for rack_id, rack in state.racks.items():
+        stats = _sum_stats([machine_stats[machine_id] for machine_id in rack.machine_ids])
+        final[_model_ref(rack_kind, rack_id)] = stats
+        rack_stats[rack_id] = stats
+    for pod_id, pod in state.pods.items():
+        stats = _sum_stats([rack_stats[rack_id] for rack_id in pod.rack_ids])
+        final[_model_ref(pod_kind, pod_id)] = stats
+    return final
+
+
+def _sum_stats(children: list[ResourceStats]) -> ResourceStats:
+    """`ResourceStats()` plus each of `children` (checked: it raises where a sum would)."""
+    return ResourceStats(
+        machines=sum([child.machines for child in children]),
+        slots=sum([child.slots for child in children]),
+        running_tasks=sum([child.running_tasks for child in children]),
+        capacity=_sum_resources([child.capacity for child in children]),
+        reserved=_sum_resources([child.reserved for child in children]),
+        measured_usage=_sum_resources([child.measured_usage for child in children]),
+    )
+
+
+def _sum_resources(vectors: list[Resources]) -> Resources:
+    return Resources(
+        cpu_millicores=sum([vector.cpu_millicores for vector in vectors]),
+        ram_bytes=sum([vector.ram_bytes for vector in vectors]),
+        disk_bytes=sum([vector.disk_bytes for vector in vectors]),
+        net_rx_bytes_per_s=sum([vector.net_rx_bytes_per_s for vector in vectors]),
+        net_tx_bytes_per_s=sum([vector.net_tx_bytes_per_s for vector in vectors]),
+    )
 
 
 class PolicyManager:
@@ -222,14 +305,16 @@ class PolicyManager:
         # A hook the policy does not implement has one answer, the defaults': ask them directly
         # (pluggy's dispatch is most of a hook call's cost, and rounds make 10^5 calls); one it
         # does not implement among the notifications has nothing to call at all.
-        self._callers: dict[str, Callable[..., object]] = {}
+        self._callers: dict[str, _Caller] = {}
         for hook in hookspecs.ALL_HOOKS:
             if hook in self._policy_hooks:
-                self._callers[hook] = getattr(manager.hook, hook)
+                self._callers[hook] = _pluggy_call(getattr(manager.hook, hook))
             elif hook in hookspecs.ANSWER_HOOKS:
                 self._callers[hook] = _direct_call(getattr(defaults, hook))
             else:
                 self._callers[hook] = _no_answers
+        # The defaults answer every statistics hook: the pass can skip the hook calls.
+        self._default_statistics = not self._policy_hooks.intersection(hookspecs.STATISTICS_HOOKS)
         answer = self._ask("preemption_enabled", {})
         if type(answer) is not bool:
             raise self._wrong("preemption_enabled", {}, answer, "expected a bool")
@@ -260,7 +345,7 @@ class PolicyManager:
 
     def _ask(self, hook: str, arguments: dict[str, object]) -> object:
         try:
-            return self._callers[hook](**arguments)
+            return self._callers[hook](arguments)
         except Exception as exc:
             raise PolicyError(
                 self.name,
@@ -284,7 +369,16 @@ class PolicyManager:
         )
 
     def _arc(self, hook: str, arguments: dict[str, object]) -> ArcDescriptor:
-        value = self._ask(hook, arguments)
+        # `_ask`, inlined: descriptors are most of a round's 10^4 hook calls.
+        try:
+            value = self._callers[hook](arguments)
+        except Exception as exc:
+            raise PolicyError(
+                self.name,
+                f"{_describe_call(hook, arguments)} raised {type(exc).__name__}: {exc}"
+                f"{self._attribution(hook)}",
+                hook=hook,
+            ) from exc
         problem = arc_descriptor_problem(value)
         if problem is not None:
             raise self._wrong(hook, arguments, value, problem)
@@ -303,6 +397,11 @@ class PolicyManager:
         if not _is_sequence(value):
             raise self._wrong(hook, arguments, value, "expected a list or tuple")
         items = tuple(cast(Sequence[object], value))
+        try:
+            if len(set(items)) == len(items):  # the usual case, checked in C
+                return items
+        except TypeError:  # unhashable: the loop below skips it, the type checks name it
+            pass
         seen: set[object] = set()
         for position, item in enumerate(items):
             try:
@@ -320,12 +419,18 @@ class PolicyManager:
         self, hook: str, arguments: dict[str, object], cluster: ClusterView
     ) -> tuple[ResourceRef, ...]:
         items = self._sequence(hook, arguments)
+        has_resource = cluster.has_resource
+        for item in items:  # the usual case: all fine (a class may name 10^3 machines)
+            if type(item) is not ResourceRef or not has_resource(item):
+                break
+        else:
+            return cast(tuple[ResourceRef, ...], items)
         for position, item in enumerate(items):
             if not isinstance(item, ResourceRef):
                 raise self._wrong(
                     hook, arguments, items, f"item {position}, {item!r}, is not a ResourceRef"
                 )
-            if not cluster.has_resource(item):
+            if not has_resource(item):
                 raise self._wrong(
                     hook, arguments, items, f"item {position}, {item!r}, is not a live resource"
                 )
@@ -508,6 +613,11 @@ class PolicyManager:
         The topology is the cluster model's pod / rack / machine tree, so the pass needs no
         graph; the scheduler installs the result as the statistics its `ClusterView` serves.
         """
+        if self._default_statistics and type(cluster) is ClusterView:
+            try:
+                return _default_statistics_pass(cluster)
+            except Exception:  # the checked pass below fails the same way and reports it
+                pass
         final: dict[ResourceRef, ResourceStats] = {}
         levels = (
             [machine.ref for machine in cluster.machines.values()],

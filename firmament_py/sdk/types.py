@@ -122,11 +122,15 @@ def arc_descriptor_problem(value: object) -> str | None:
     """
     if not isinstance(value, ArcDescriptor):
         return f"expected an ArcDescriptor, got {type(value).__name__}"
-    for name in ("cost", "capacity", "min_flow"):
-        field_value = getattr(value, name)
-        if type(field_value) is not int:
-            return f"{name} {field_value!r} is not an int"
-    return arc_values_problem(value.cost, value.capacity, value.min_flow)
+    # Unrolled (every hook answer passes here, 10^4 times a round).
+    cost, capacity, min_flow = value.cost, value.capacity, value.min_flow
+    if type(cost) is not int:
+        return f"cost {cost!r} is not an int"
+    if type(capacity) is not int:
+        return f"capacity {capacity!r} is not an int"
+    if type(min_flow) is not int:
+        return f"min_flow {min_flow!r} is not an int"
+    return arc_values_problem(cost, capacity, min_flow)
 
 
 # ---------------------------------------------------------------------- resources
@@ -166,11 +170,30 @@ class ResourceRef:
     def pod(cls, pod_id: PodId) -> ResourceRef:
         return cls(ResourceKind.POD, pod_id)
 
+    def __hash__(self) -> int:
+        # The generated hash would hash the ResourceKind member, which Enum does in Python
+        # (hash of its name); the member's value, a str, hashes in C with its hash cached. Refs
+        # are dict keys everywhere a round touches a resource. Equal refs still hash equally.
+        return hash((self.kind._value_, self.id))
+
     def __repr__(self) -> str:
         return f"ResourceRef.{self.kind.value}({self.id!r})"
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.id!r}"
+
+
+_new_object = object.__new__
+_set_field = object.__setattr__
+
+
+def _model_ref(kind: ResourceKind, resource_id: str) -> ResourceRef:
+    """A `ResourceRef` of an id the cluster model holds, which it has already checked to be a
+    non-empty str, so the constructor's checks are skipped (views make refs by the thousand)."""
+    ref = _new_object(ResourceRef)
+    _set_field(ref, "kind", kind)
+    _set_field(ref, "id", resource_id)
+    return ref
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,17 +228,7 @@ class ResourceStats:
         """A machine's own statistics: one machine, its slots, running tasks, capacity,
         reservations and measured usage (zero if it reported none). The model guarantees these
         values, so they are not checked again (every round makes one per machine)."""
-        result = object.__new__(cls)
-        for name, value in (
-            ("machines", 1),
-            ("slots", machine.slots),
-            ("running_tasks", len(machine.running_task_ids)),
-            ("capacity", machine.capacity),
-            ("reserved", machine.reserved),
-            ("measured_usage", machine.measured_usage or NO_RESOURCES),
-        ):
-            object.__setattr__(result, name, value)
-        return result
+        return _machine_stats(cls, machine)
 
     @property
     def free_slots(self) -> int:
@@ -232,17 +245,32 @@ class ResourceStats:
             return NotImplemented
         # Sums of valid statistics are valid (non-negative; Resources checks the int64 range),
         # so the constructor's checks are skipped: the statistics pass adds thousands per round.
-        result = object.__new__(ResourceStats)
-        for name, value in (
-            ("machines", self.machines + other.machines),
-            ("slots", self.slots + other.slots),
-            ("running_tasks", self.running_tasks + other.running_tasks),
-            ("capacity", self.capacity + other.capacity),
-            ("reserved", self.reserved + other.reserved),
-            ("measured_usage", self.measured_usage + other.measured_usage),
-        ):
-            object.__setattr__(result, name, value)
+        # Same fields in the same order as before, unrolled: the Resources sums come first, so
+        # an int64 overflow raises before anything is made.
+        capacity = self.capacity + other.capacity
+        reserved = self.reserved + other.reserved
+        measured_usage = self.measured_usage + other.measured_usage
+        result = _new_object(ResourceStats)
+        _set_field(result, "machines", self.machines + other.machines)
+        _set_field(result, "slots", self.slots + other.slots)
+        _set_field(result, "running_tasks", self.running_tasks + other.running_tasks)
+        _set_field(result, "capacity", capacity)
+        _set_field(result, "reserved", reserved)
+        _set_field(result, "measured_usage", measured_usage)
         return result
+
+
+def _machine_stats(cls: type[ResourceStats], machine: Machine | MachineView) -> ResourceStats:
+    """`ResourceStats.of_machine` of a machine or the model's machine (unchecked: the model
+    guarantees the values)."""
+    result = _new_object(cls)
+    _set_field(result, "machines", 1)
+    _set_field(result, "slots", machine.slots)
+    _set_field(result, "running_tasks", len(machine.running_task_ids))
+    _set_field(result, "capacity", machine.capacity)
+    _set_field(result, "reserved", machine.reserved)
+    _set_field(result, "measured_usage", machine.measured_usage or NO_RESOURCES)
+    return result
 
 
 # ---------------------------------------------------------------------- entity views
@@ -387,7 +415,7 @@ class MachineView:
     @property
     def ref(self) -> ResourceRef:
         """The machine as a node of the resource topology."""
-        return ResourceRef(ResourceKind.MACHINE, self._machine.machine_id)
+        return _model_ref(ResourceKind.MACHINE, self._machine.machine_id)
 
     @property
     def rack_id(self) -> RackId:
@@ -473,20 +501,21 @@ class ResourceView:
     def parent(self) -> ResourceRef | None:
         """The resource above this one: a machine's rack, a rack's pod; None for a pod."""
         if self._ref.kind is ResourceKind.MACHINE:
-            return ResourceRef(ResourceKind.RACK, self._cluster.machine(self._ref.id).rack_id)
+            return _model_ref(ResourceKind.RACK, self._cluster.machine(self._ref.id).rack_id)
         if self._ref.kind is ResourceKind.RACK:
-            return ResourceRef(ResourceKind.POD, self._cluster._rack(self._ref.id).pod_id)
+            return _model_ref(ResourceKind.POD, self._cluster._rack(self._ref.id).pod_id)
         return None
 
     @property
     def children(self) -> tuple[ResourceRef, ...]:
         """The resources directly below this one, in the order they joined."""
-        if self._ref.kind is ResourceKind.POD:
+        kind = self._ref.kind
+        if kind is ResourceKind.POD:
             pod = self._cluster._pod(self._ref.id)
-            return tuple(ResourceRef(ResourceKind.RACK, rack_id) for rack_id in pod.rack_ids)
-        if self._ref.kind is ResourceKind.RACK:
+            return tuple([_model_ref(ResourceKind.RACK, rack_id) for rack_id in pod.rack_ids])
+        if kind is ResourceKind.RACK:
             rack = self._cluster._rack(self._ref.id)
-            return tuple(ResourceRef(ResourceKind.MACHINE, m) for m in rack.machine_ids)
+            return tuple([_model_ref(ResourceKind.MACHINE, m) for m in rack.machine_ids])
         return ()
 
 
