@@ -57,6 +57,20 @@ def start_daemon(journal: Path, port: int) -> subprocess.Popen[bytes]:
     return process
 
 
+def assert_exits(pid: int, message: str) -> None:
+    """`pid` is gone (or a zombie no one has reaped yet) within ten seconds."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(message)
+
+
 def recovered(journal: Path) -> ServiceState:
     """The state the journal holds (as a restarted daemon would recover it)."""
     with Journal(journal) as opened:
@@ -135,9 +149,12 @@ def test_kill_minus_nine_under_load_loses_and_doubles_nothing(tmp_path: Path) ->
         stop = threading.Event()
         driver = threading.Thread(target=drive, args=(endpoint, load, first_id, stop))
         driver.start()
+        with Client(endpoint) as client:
+            worker_pid = client.status()["worker_pid"]
         time.sleep(rng.uniform(0.2, 1.2))
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
+        assert_exits(worker_pid, f"kill {kill}: the scheduling process outlived the daemon")
         stop.set()
         driver.join(30)
         assert not driver.is_alive()

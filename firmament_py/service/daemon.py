@@ -39,6 +39,7 @@ import gc
 import ipaddress
 import itertools
 import logging
+import os
 import pickle
 import subprocess
 import sys
@@ -247,7 +248,13 @@ class SchedulingDaemon:
     def _start_worker(self) -> None:
         self._stop_worker_process()
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "firmament_py.service.round_worker", self._worker_endpoint]
+            [
+                sys.executable,
+                "-m",
+                "firmament_py.service.round_worker",
+                self._worker_endpoint,
+                str(os.getpid()),
+            ]
         )
         options = {
             "policy": self.config.policy,
@@ -532,6 +539,7 @@ class SchedulingDaemon:
             "waiting": len(cluster.waiting_task_ids),
             "running": running,
             "worker_alive": self._process is not None and self._process.poll() is None,
+            "worker_pid": self._process.pid if self._process is not None else None,
             "snapshot_in_progress": self.journal.snapshot_in_progress,
             "snapshot_failures": self.journal.snapshot_failures,
             "uptime_s": time.monotonic() - self.started,

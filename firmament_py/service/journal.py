@@ -28,16 +28,12 @@ directory's lock at once, so a restarted daemon is never locked out by it.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import fcntl
 import logging
 import os
 import pickle
 import re
-import signal
 import struct
-import sys
 import time
 import traceback
 import zlib
@@ -46,6 +42,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 import msgpack
+
+from firmament_py.parent_death import die_with_parent
 
 __all__ = ["FSYNC_POLICIES", "Journal", "JournalError"]
 
@@ -241,11 +239,12 @@ class Journal:
             return False
         self._start_new_log(seq)
         lock_fd = self._lock_file.fileno() if self._lock_file is not None else None
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: write the file and exit, running nothing else of the parent's
             code = 1
             try:
-                _die_with_parent()
+                die_with_parent(parent)
                 if lock_fd is not None:
                     os.close(lock_fd)  # its share of the lock: a restarted daemon may take it
                 self._write_snapshot_file(seq, payload())
@@ -330,13 +329,3 @@ class Journal:
         if self._lock_file is not None:
             self._lock_file.close()  # closing releases the flock
             self._lock_file = None
-
-
-def _die_with_parent() -> None:
-    """Have the kernel kill this (forked) process when its parent dies (Linux; elsewhere the
-    child finishes its snapshot on its own)."""
-    if not sys.platform.startswith("linux"):
-        return
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)

@@ -27,6 +27,7 @@ from typing import Any
 import msgpack
 import zmq
 
+from firmament_py.parent_death import die_with_parent
 from firmament_py.scheduler import Scheduler
 from firmament_py.service.protocol import decision_to_wire
 from firmament_py.service.state import ReplayError, replay
@@ -38,9 +39,13 @@ def _pack(value: Any) -> bytes:
     return bytes(msgpack.packb(value, use_bin_type=True))
 
 
-def run_worker(endpoint: str) -> None:
+def run_worker(endpoint: str, daemon_pid: int | None = None) -> None:
     """Serve rounds for the daemon listening on `endpoint` until it says `stop`. The daemon
-    starts it as `python -m firmament_py.service.round_worker ENDPOINT`."""
+    starts it as `python -m firmament_py.service.round_worker ENDPOINT DAEMON_PID`, and it dies
+    with the daemon (a daemon killed by SIGKILL cannot say `stop`, and a PAIR socket does not
+    notice its peer is gone)."""
+    if daemon_pid is not None:
+        die_with_parent(daemon_pid)
     context = zmq.Context()
     socket = context.socket(zmq.PAIR)
     socket.setsockopt(zmq.LINGER, 1000)
@@ -98,4 +103,4 @@ def run_worker(endpoint: str) -> None:
 
 
 if __name__ == "__main__":
-    run_worker(sys.argv[1])
+    run_worker(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None)

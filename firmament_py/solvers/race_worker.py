@@ -9,14 +9,11 @@ use multiprocessing, so a worker never re-imports the parent's `__main__` (user 
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import mmap
 import multiprocessing.connection as mpc
 import os
 import signal
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from firmament_py.flow.graph import FlowGraph
+from firmament_py.parent_death import die_with_parent
 from firmament_py.solvers.base import (
     FlowSolver,
     InfeasibleError,
@@ -43,17 +41,6 @@ ERRORS: dict[str, type[SolverError]] = {
     "cancelled": SolverCancelled,
     "error": SolverError,
 }
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Have the kernel SIGKILL this process when its parent exits (Linux only)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            pr_set_pdeathsig = 1
-            libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent_pid:  # the parent died before prctl took effect
-        os._exit(0)
 
 
 def _warm_up(algorithm: str, options: Mapping[str, Any]) -> None:
@@ -116,7 +103,7 @@ def worker_main(argv: list[str]) -> None:
     """
     pipe_fd, flag_fd, parent_pid = int(argv[0]), int(argv[1]), int(argv[2])
     algorithm, options = argv[3], json.loads(argv[4])
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     conn = mpc.Connection(pipe_fd)
     flag_map = mmap.mmap(flag_fd, FLAG_BYTES)
