@@ -187,7 +187,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
                     if sub.poll(200):
                         _, payload = sub.recv_multipart()
                         body = msgpack.unpackb(payload, raw=False)
-                        rounds.append(float(body["timings"].get("decide_seconds", 0.0)))
+                        rounds.append(float(body["round_ms"]) / 1000)
                 sub.close(linger=0)
 
             listener = threading.Thread(target=listen)
