@@ -70,6 +70,9 @@ def flow_delta(base: Int64Array, flow: Int64Array) -> FlowDelta:
     Flows travel between parent and workers as deltas against the last flow both sides hold
     for that worker: a round changes a few thousand of a million arcs.
     """
+    if len(base) == len(flow):  # the usual case: one comparison, no padded copies
+        changed = np.flatnonzero(base != flow)
+        return len(flow), changed, flow[changed]
     length = max(len(base), len(flow))
     old = np.zeros(length, dtype=np.int64)
     old[: len(base)] = base
@@ -82,9 +85,12 @@ def flow_delta(base: Int64Array, flow: Int64Array) -> FlowDelta:
 def apply_delta(base: Int64Array, delta: FlowDelta) -> Int64Array:
     """A new array: `base` with `delta` applied (the inverse of `flow_delta`)."""
     length, changed, values = delta
-    out = np.zeros(length, dtype=np.int64)
-    keep = min(length, len(base))
-    out[:keep] = base[:keep]
+    if length == len(base):
+        out = base.copy()
+    else:
+        out = np.zeros(length, dtype=np.int64)
+        keep = min(length, len(base))
+        out[:keep] = base[:keep]
     out[changed] = values
     return out
 

@@ -60,6 +60,7 @@ from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.race_worker import (
     ERRORS,
     FLAG_BYTES,
+    FlowDelta,
     apply_delta,
     flow_delta,
     make_solver_from_options,
@@ -221,17 +222,20 @@ class RacingSolver(FlowSolver):
             # Every worker died mid-race: try once more with fresh processes, then give up.
             winner, reply = self._race()
         _tag, cost, delta, potentials, solver_time, stats = reply
-        flow = apply_delta(winner.base, delta)
+        previous = winner.base
+        flow = apply_delta(previous, delta)
         winner.base = flow
         for w in self._live():
             if w is winner:
                 continue
+            # A worker that held the winner's previous flow takes the winner's own delta.
+            same = delta if w.base is previous else None
             if w.held:  # never started this solve: it only needs the answer
                 w.held = False
-                self._send(w, ("sync", flow, potentials))
+                self._send(w, ("sync", flow, potentials), delta=same)
             else:
                 self._stop_solve(w)
-                self._send(w, ("adopt", flow, potentials))
+                self._send(w, ("adopt", flow, potentials), delta=same)
         self._last = (flow, potentials)
         # The favourite's time as the caller saw it: the worker may still have been applying
         # the round's batch when the solve was asked for, and will be next round too.
@@ -367,13 +371,16 @@ class RacingSolver(FlowSolver):
     def _bound_graph(self) -> FlowGraph | None:
         return self._graph_ref() if self._graph_ref is not None else None
 
-    def _send(self, w: _Worker, message: tuple[Any, ...]) -> None:
-        """Queue a command for `w`, turning whole flows into deltas against its base."""
+    def _send(
+        self, w: _Worker, message: tuple[Any, ...], *, delta: FlowDelta | None = None
+    ) -> None:
+        """Queue a command for `w`, turning whole flows into deltas against its base (`delta`,
+        if given, is that delta already)."""
         command = message[0]
         number = 0
         if command in ("sync", "adopt"):
             flow = message[1]
-            message = (command, flow_delta(w.base, flow), message[2])
+            message = (command, flow_delta(w.base, flow) if delta is None else delta, message[2])
             w.base = flow
         elif command == "load":
             w.base = np.zeros(0, dtype=np.int64)
