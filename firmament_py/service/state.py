@@ -65,6 +65,8 @@ __all__ = [
 
 DEFAULT_DEDUP_WINDOW = 200_000
 
+_OK, _INVALID = Status.OK.value, Status.INVALID.value
+
 DEFAULT_LIST = 1_000
 """Tasks or machines a `tasks` or `machines` reply lists when the request gives no `limit`."""
 
@@ -203,16 +205,42 @@ class ServiceState:
         journal (None if nothing changed: refused, or a retry of an applied request id)."""
         if request.type not in STATE_CHANGING_TYPES:
             raise ValueError(f"{request.type!r} does not change the state")
-        seq = self._applied.get(request.request_id)
+        status, reason, body, record = self._apply(
+            request.request_id, request.type, request.body, time
+        )
+        return Reply(Status(status), reason, body), record
+
+    def apply_batch(self, request: Request, time: Time) -> tuple[Reply, list[dict[str, Any]]]:
+        """Apply a `batch`'s requests in order, each as `apply_request` would (the i-th under
+        the request id `ID/i`, so a retried batch applies none twice): the reply, whose body
+        holds every request's `[status, reason, body]`, and the records to journal."""
+        answers: list[list[Any]] = []
+        records: list[dict[str, Any]] = []
+        prefix = request.request_id + "/"
+        for index, item in enumerate(request.body["requests"]):
+            status, reason, body, record = self._apply(
+                prefix + str(index), item["type"], item["body"], time
+            )
+            answers.append([status, reason, body])
+            if record is not None:
+                records.append(record)
+        return Reply(Status.OK, "", {"answers": answers}), records
+
+    def _apply(
+        self, request_id: str, kind: str, body: Mapping[str, Any], time: Time
+    ) -> tuple[str, str, dict[str, Any], dict[str, Any] | None]:
+        """`apply_request` as plain values (status value, reason, reply body, record): a batch
+        makes no objects per request it applies."""
+        seq = self._applied.get(request_id)
         if seq is not None:
-            return Reply(Status.OK, "already applied", {"seq": seq}), None
+            return _OK, "already applied", {"seq": seq}, None
         try:
-            events = events_of(request.type, request.body, time)
+            events = events_of(kind, body, time)
         except (ValueError, TypeError) as error:
-            return Reply(Status.INVALID, str(error)), None
+            return _INVALID, str(error), {}, None
         refusal = self._refusal(events)
         if refusal is not None:
-            return refusal, None
+            return refusal.status.value, refusal.reason, refusal.body, None
         _advance(self.cluster, time)
         applied: list[ClusterEvent] = []
         for event in events:
@@ -222,33 +250,20 @@ class ServiceState:
                 # Only a single event can fail here (`_refusal` checked what could refuse a
                 # machine of a multi-machine request), so the state is as it was.
                 assert not applied, "a multi-machine request failed half-way"
-                return Reply(Status.INVALID, str(error)), None
+                return _INVALID, str(error), {}, None
             applied.append(event)
-        self.seq += 1
-        self._remember(request.request_id, self.seq)
+        self.seq = seq = self.seq + 1
+        self._remember(request_id, seq)
         record = {
-            "seq": self.seq,
+            "seq": seq,
             "time": time,
             "kind": "request",
-            "id": request.request_id,
-            "type": request.type,
-            "body": dict(request.body),
+            "id": request_id,
+            "type": kind,
+            # The protocol's checked body is a dict of its own already; copy anything else.
+            "body": body if type(body) is dict else dict(body),
         }
-        return Reply(Status.OK, "", {"seq": self.seq}), record
-
-    def apply_batch(self, request: Request, time: Time) -> tuple[Reply, list[dict[str, Any]]]:
-        """Apply a `batch`'s requests in order, each as `apply_request` would (the i-th under
-        the request id `ID/i`, so a retried batch applies none twice): the reply, whose body
-        holds every request's `[status, reason, body]`, and the records to journal."""
-        answers: list[list[Any]] = []
-        records: list[dict[str, Any]] = []
-        for index, item in enumerate(request.body["requests"]):
-            sub = Request(f"{request.request_id}/{index}", item["type"], item["body"])
-            reply, record = self.apply_request(sub, time)
-            answers.append([reply.status.value, reply.reason, reply.body])
-            if record is not None:
-                records.append(record)
-        return Reply(Status.OK, "", {"answers": answers}), records
+        return _OK, "", {"seq": seq}, record
 
     def _refusal(self, events: list[ClusterEvent]) -> Reply | None:
         """NOT_FOUND or ALREADY_EXISTS for ids that do or do not exist, before anything is
