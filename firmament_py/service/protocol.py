@@ -334,7 +334,13 @@ def _checked_map(path: str, value: Any, spec: FieldSpec) -> dict[str, Any]:
             unknown = sorted(fields.keys() - spec.keys())[0]
             known = ", ".join(spec) or "none"
             raise _invalid(f"{path}.{unknown}", f"is not a known field (known: {known})")
-        checked[name] = entry[0](f"{path}.{name}", field_value)
+        check = entry[0]
+        if (check is _task_id and type(field_value) is int and 0 <= field_value <= INT64_MAX) or (
+            check is _name and type(field_value) is str and field_value
+        ):
+            checked[name] = field_value  # the commonest fields, passed as their checks would
+        else:
+            checked[name] = check(f"{path}.{name}", field_value)
     if len(checked) < len(spec):
         for name, (_, required) in spec.items():
             if required and name not in checked:
