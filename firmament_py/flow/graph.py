@@ -98,6 +98,15 @@ class GraphArrays(NamedTuple):
     arc_kind: npt.NDArray[np.int8]
 
 
+def _walk(k: int, nxt: memoryview) -> list[int]:
+    """The arc ids of a linked list from its first arc `k` along `nxt` (a memoryview)."""
+    out: list[int] = []
+    while k >= 0:
+        out.append(k)
+        k = nxt[k]
+    return out
+
+
 def _grown(array: npt.NDArray[np.generic], size: int, fill: int | bool) -> npt.NDArray[np.generic]:
     bigger = np.full(size, fill, dtype=array.dtype)
     bigger[: len(array)] = array
@@ -185,6 +194,51 @@ class FlowGraph:
         self._touched_nodes: list[int] = []
         self._touched_arcs: list[int] = []
         self._raw_changes = 0
+        self._node_views()
+        self._arc_views()
+
+    def _node_views(self) -> None:
+        """Memoryviews over the node arrays, for one id at a time: indexing one reads and writes
+        Python ints (bools for the masks), about twice as fast as a numpy array's scalar
+        indexing. Made again whenever the arrays are (`_reset`, `_ensure_nodes`)."""
+        self._m_node_alive = self._node_alive.data
+        self._m_supply = self._supply.data
+        self._m_node_kind = self._node_kind.data
+        self._m_out_first = self._out_first.data
+        self._m_in_first = self._in_first.data
+        self._m_out_deg = self._out_deg.data
+        self._m_in_deg = self._in_deg.data
+        self._m_node_epoch = self._node_epoch.data
+        self._m_node_was_alive = self._node_was_alive.data
+        self._m_node_was_supply = self._node_was_supply.data
+        self._m_node_killed = self._node_killed.data
+
+    def _arc_views(self) -> None:
+        """Memoryviews over the arc arrays (see `_node_views`); `_m_arc_was` is flat, six
+        entries per arc."""
+        self._m_arc_alive = self._arc_alive.data
+        self._m_src = self._src.data
+        self._m_dst = self._dst.data
+        self._m_low = self._low.data
+        self._m_cap = self._cap.data
+        self._m_cost = self._cost.data
+        self._m_arc_kind = self._arc_kind.data
+        self._m_out_next = self._out_next.data
+        self._m_out_prev = self._out_prev.data
+        self._m_in_next = self._in_next.data
+        self._m_in_prev = self._in_prev.data
+        self._m_arc_epoch = self._arc_epoch.data
+        self._m_arc_was_alive = self._arc_was_alive.data
+        self._m_arc_was = self._arc_was.reshape(-1).data
+
+    def __getstate__(self) -> dict[str, object]:
+        # Memoryviews do not pickle or copy: drop them, and make them again on the way back.
+        return {name: value for name, value in vars(self).items() if not name.startswith("_m_")}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        vars(self).update(state)
+        self._node_views()
+        self._arc_views()
 
     # ------------------------------------------------------------------ sizes and queries
 
@@ -235,11 +289,11 @@ class FlowGraph:
 
     def has_node(self, node: SupportsIndex) -> bool:
         v = operator.index(node)
-        return 0 < v < self._node_top and bool(self._node_alive[v])
+        return 0 < v < self._node_top and bool(self._m_node_alive[v])
 
     def has_arc(self, arc: SupportsIndex) -> bool:
         k = operator.index(arc)
-        return 0 <= k < self._arc_top and bool(self._arc_alive[k])
+        return 0 <= k < self._arc_top and bool(self._m_arc_alive[k])
 
     def node_ids(self) -> Int64Array:
         return np.flatnonzero(self._node_alive[: self._node_top]).astype(np.int64)
@@ -248,74 +302,57 @@ class FlowGraph:
         return np.flatnonzero(self._arc_alive[: self._arc_top]).astype(np.int64)
 
     def supply(self, node: SupportsIndex) -> int:
-        return int(self._supply[self._live_node(node)])
+        return self._m_supply[self._live_node(node)]
 
     def node_kind(self, node: SupportsIndex) -> NodeKind:
-        return NodeKind(int(self._node_kind[self._live_node(node)]))
+        return NodeKind(self._m_node_kind[self._live_node(node)])
 
     def total_supply(self) -> int:
         alive = self._node_alive[: self._node_top]
         return int(self._supply[: self._node_top][alive].sum())
 
     def arc_src(self, arc: SupportsIndex) -> int:
-        return int(self._src[self._live_arc(arc)])
+        return self._m_src[self._live_arc(arc)]
 
     def arc_dst(self, arc: SupportsIndex) -> int:
-        return int(self._dst[self._live_arc(arc)])
+        return self._m_dst[self._live_arc(arc)]
 
     def arc_lower(self, arc: SupportsIndex) -> int:
-        return int(self._low[self._live_arc(arc)])
+        return self._m_low[self._live_arc(arc)]
 
     def arc_capacity(self, arc: SupportsIndex) -> int:
-        return int(self._cap[self._live_arc(arc)])
+        return self._m_cap[self._live_arc(arc)]
 
     def arc_cost(self, arc: SupportsIndex) -> int:
-        return int(self._cost[self._live_arc(arc)])
+        return self._m_cost[self._live_arc(arc)]
 
     def arc_kind(self, arc: SupportsIndex) -> int:
-        return int(self._arc_kind[self._live_arc(arc)])
+        return self._m_arc_kind[self._live_arc(arc)]
 
     def out_arcs(self, node: SupportsIndex) -> list[int]:
         """Arcs leaving `node`, most recently added first."""
-        out: list[int] = []
-        k = int(self._out_first[self._live_node(node)])
-        while k >= 0:
-            out.append(k)
-            k = int(self._out_next[k])
-        return out
+        return _walk(self._m_out_first[self._live_node(node)], self._m_out_next)
 
     def in_arcs(self, node: SupportsIndex) -> list[int]:
         """Arcs entering `node`, most recently added first."""
-        out: list[int] = []
-        k = int(self._in_first[self._live_node(node)])
-        while k >= 0:
-            out.append(k)
-            k = int(self._in_next[k])
-        return out
+        return _walk(self._m_in_first[self._live_node(node)], self._m_in_next)
 
     def out_degree(self, node: SupportsIndex) -> int:
-        return int(self._out_deg[self._live_node(node)])
+        return self._m_out_deg[self._live_node(node)]
 
     def in_degree(self, node: SupportsIndex) -> int:
-        return int(self._in_deg[self._live_node(node)])
+        return self._m_in_deg[self._live_node(node)]
 
     def find_arcs(self, src: SupportsIndex, dst: SupportsIndex) -> list[int]:
         """All arcs from `src` to `dst` (parallel arcs are allowed), oldest id first."""
         u, v = self._live_node(src), self._live_node(dst)
-        found: list[int] = []
-        if self._out_deg[u] <= self._in_deg[v]:
-            k = int(self._out_first[u])
-            while k >= 0:
-                if self._dst[k] == v:
-                    found.append(k)
-                k = int(self._out_next[k])
+        if self._m_out_deg[u] <= self._m_in_deg[v]:
+            ends, want = self._m_dst, v
+            arcs = _walk(self._m_out_first[u], self._m_out_next)
         else:
-            k = int(self._in_first[v])
-            while k >= 0:
-                if self._src[k] == u:
-                    found.append(k)
-                k = int(self._in_next[k])
-        return sorted(found)
+            ends, want = self._m_src, u
+            arcs = _walk(self._m_in_first[v], self._m_in_next)
+        return sorted(k for k in arcs if ends[k] == want)
 
     def iter_arcs(self) -> Iterator[tuple[int, int, int, int, int, int]]:
         """(arc, src, dst, lower, capacity, cost) for every live arc, by id."""
@@ -346,16 +383,7 @@ class FlowGraph:
             raise FlowGraphError(f"supply {b} exceeds the limit of {MAX_CAPACITY} in magnitude")
         kind = NodeKind(int(kind))
         v = self._claim_node_id(node)
-        self._touch_node(v)
-        self._node_alive[v] = True
-        self._supply[v] = b
-        self._node_kind[v] = kind
-        self._out_first[v] = -1
-        self._in_first[v] = -1
-        self._out_deg[v] = 0
-        self._in_deg[v] = 0
-        self._num_nodes += 1
-        self._raw_changes += 1
+        self._place_node(v, b, kind)
         return v
 
     def add_nodes(
@@ -420,6 +448,19 @@ class FlowGraph:
             raise FlowGraphError(f"node kinds must be within 0..{int(max(NodeKind))}")
         return supplies, kinds
 
+    def _place_node(self, v: int, supply: int, kind: int) -> None:
+        """Make the (free, allocated) id `v` a live node with this supply and kind."""
+        self._touch_node(v)
+        self._m_node_alive[v] = True
+        self._m_supply[v] = supply
+        self._m_node_kind[v] = kind
+        self._m_out_first[v] = -1
+        self._m_in_first[v] = -1
+        self._m_out_deg[v] = 0
+        self._m_in_deg[v] = 0
+        self._num_nodes += 1
+        self._raw_changes += 1
+
     def _place_nodes(self, ids: Int64Array, supplies: Int64Array, kinds: Int64Array) -> None:
         """Make the (free, allocated) ids live nodes with these supplies and kinds."""
         self._touch_nodes(ids)
@@ -435,27 +476,17 @@ class FlowGraph:
 
     def remove_node(self, node: SupportsIndex) -> None:
         """Remove a node and every arc incident to it."""
-        v = self._live_node(node)
-        for k in self.out_arcs(v) + self.in_arcs(v):
-            if self._arc_alive[k]:
-                self._remove_arc(k)
-        self._touch_node(v)
-        if self._node_was_alive[v]:
-            self._node_killed[v] = True
-        self._node_alive[v] = False
-        self._free_nodes.append(v)
-        self._num_nodes -= 1
-        self._raw_changes += 1
+        self.trusted_remove_node(self._live_node(node))
 
     def set_supply(self, node: SupportsIndex, supply: SupportsIndex) -> None:
         v = self._live_node(node)
         b = check_index(supply, "supply")
         if abs(b) > MAX_CAPACITY:
             raise FlowGraphError(f"supply {b} exceeds the limit of {MAX_CAPACITY} in magnitude")
-        if self._supply[v] == b:
+        if self._m_supply[v] == b:
             return
         self._touch_node(v)
-        self._supply[v] = b
+        self._m_supply[v] = b
         self._raw_changes += 1
 
     # ------------------------------------------------------------------ arc mutations
@@ -478,17 +509,7 @@ class FlowGraph:
         low, cap, c = check_arc_values(lower, capacity, cost, f"arc {u}->{v}")
         kd = check_arc_kind(kind, f"arc {u}->{v}")
         k = self._claim_arc_id(arc)
-        self._touch_arc(k)
-        self._arc_alive[k] = True
-        self._src[k] = u
-        self._dst[k] = v
-        self._low[k] = low
-        self._cap[k] = cap
-        self._cost[k] = c
-        self._arc_kind[k] = kd
-        self._link(k)
-        self._num_arcs += 1
-        self._raw_changes += 1
+        self._place_arc(k, u, v, low, cap, c, kd)
         return k
 
     def add_arcs(
@@ -577,23 +598,121 @@ class FlowGraph:
     ) -> None:
         """Change an arc's bounds, cost or kind; arguments left out keep their value."""
         k = self._live_arc(arc)
-        low = self._low[k] if lower is None else lower
-        cap = self._cap[k] if capacity is None else capacity
-        c = self._cost[k] if cost is None else cost
+        low = self._m_low[k] if lower is None else lower
+        cap = self._m_cap[k] if capacity is None else capacity
+        c = self._m_cost[k] if cost is None else cost
         low, cap, c = check_arc_values(low, cap, c, f"arc {k}")
-        kd = int(self._arc_kind[k]) if kind is None else check_arc_kind(kind, f"arc {k}")
-        if (low, cap, c, kd) == (self._low[k], self._cap[k], self._cost[k], self._arc_kind[k]):
+        if kind is None:
+            self.trusted_change_arc(k, low, cap, c)
+            return
+        kd = check_arc_kind(kind, f"arc {k}")
+        if (low, cap, c, kd) == (
+            self._m_low[k],
+            self._m_cap[k],
+            self._m_cost[k],
+            self._m_arc_kind[k],
+        ):
             return
         self._touch_arc(k)
-        self._low[k] = low
-        self._cap[k] = cap
-        self._cost[k] = c
-        self._arc_kind[k] = kd
+        self._m_low[k] = low
+        self._m_cap[k] = cap
+        self._m_cost[k] = c
+        self._m_arc_kind[k] = kd
         self._raw_changes += 1
 
     def remove_arc(self, arc: SupportsIndex) -> None:
-        self._remove_arc(self._live_arc(arc))
+        self.trusted_remove_arc(self._live_arc(arc))
+
+    # ------------------------------------------------------------------ trusted calls
+    #
+    # The same operations without checking their arguments, for an owner that got every id it
+    # passes from this graph and every value from code that already applied the limits (the
+    # scheduler's graph manager: its node ids come from `trusted_add_node` and leave its maps
+    # exactly when it removes them, its arc ids from `trusted_out_arcs` of a live node, and its
+    # values from `ArcDescriptor`s, checked against the same limits by the policy manager). The
+    # invariant: a node id is live, an arc id is live, 0 <= lower <= capacity <= MAX_CAPACITY,
+    # |cost| <= MAX_COST, 0 <= kind <= MAX_ARC_KIND, all plain ints. Anything else corrupts the
+    # graph silently; the public methods check all of it and then call these, so both paths
+    # make the same graph and the same change log.
+
+    def trusted_add_node(self, supply: int, kind: NodeKind) -> int:
+        """`add_node(supply, kind)` without checks: |supply| <= MAX_CAPACITY."""
+        v = self._claim_node_id(None)
+        self._place_node(v, supply, kind)
+        return v
+
+    def trusted_remove_node(self, v: int) -> None:
+        """`remove_node(v)` for a live node `v`, without checks."""
+        arcs = _walk(self._m_out_first[v], self._m_out_next)
+        arcs += _walk(self._m_in_first[v], self._m_in_next)
+        alive = self._m_arc_alive
+        for k in arcs:
+            if alive[k]:
+                self._remove_arc(k)
+        self._touch_node(v)
+        if self._m_node_was_alive[v]:
+            self._m_node_killed[v] = True
+        self._m_node_alive[v] = False
+        self._free_nodes.append(v)
+        self._num_nodes -= 1
         self._raw_changes += 1
+
+    def trusted_add_arc(
+        self, u: int, v: int, lower: int, capacity: int, cost: int, kind: int
+    ) -> int:
+        """`add_arc(u, v, lower=..., capacity=..., cost=..., kind=...)` for live nodes `u` and
+        `v` and values within the limits; only the self-loop is still refused."""
+        if u == v:
+            raise FlowGraphError(f"self-loop on node {u}: arcs must join two distinct nodes")
+        # `_claim_arc_id(None)`, inlined.
+        free, alive = self._free_arcs, self._m_arc_alive
+        while free:
+            k = free.pop()
+            if not alive[k]:
+                break
+        else:
+            k = self._arc_top
+            if k >= len(alive):
+                self._ensure_arcs(k + 1)
+            self._arc_top = k + 1
+        self._place_arc(k, u, v, lower, capacity, cost, kind)
+        return k
+
+    def trusted_change_arc(self, k: int, lower: int, capacity: int, cost: int) -> None:
+        """`change_arc(k, lower=..., capacity=..., cost=...)` (kind kept) for a live arc `k`
+        and values within the limits, without checks."""
+        low, cap, cst = self._m_low, self._m_cap, self._m_cost
+        if low[k] == lower and cap[k] == capacity and cst[k] == cost:
+            return
+        self._touch_arc(k)
+        low[k] = lower
+        cap[k] = capacity
+        cst[k] = cost
+        self._raw_changes += 1
+
+    def trusted_remove_arc(self, k: int) -> None:
+        """`remove_arc(k)` for a live arc `k`, without checks."""
+        self._remove_arc(k)
+        self._raw_changes += 1
+
+    def trusted_out_arcs(self, v: int) -> list[tuple[int, int, int, int, int, int]]:
+        """`(arc, dst, kind, lower, capacity, cost)` of every arc leaving the live node `v`, most
+        recently added first (the order of `out_arcs`), as Python ints read in one go."""
+        dst, kind, low, cap, cost = (
+            self._m_dst,
+            self._m_arc_kind,
+            self._m_low,
+            self._m_cap,
+            self._m_cost,
+        )
+        return [
+            (k, dst[k], kind[k], low[k], cap[k], cost[k])
+            for k in _walk(self._m_out_first[v], self._m_out_next)
+        ]
+
+    def trusted_in_degree(self, v: int) -> int:
+        """`in_degree(v)` for a live node `v`, without checks."""
+        return self._m_in_deg[v]
 
     # ------------------------------------------------------------------ change log
 
@@ -698,21 +817,22 @@ class FlowGraph:
 
     def _live_node(self, node: SupportsIndex) -> int:
         v = check_index(node, "node id")
-        if not (0 < v < self._node_top and self._node_alive[v]):
+        if not (0 < v < self._node_top and self._m_node_alive[v]):
             raise FlowGraphError(f"node {v} does not exist")
         return v
 
     def _live_arc(self, arc: SupportsIndex) -> int:
         k = check_index(arc, "arc id")
-        if not (0 <= k < self._arc_top and self._arc_alive[k]):
+        if not (0 <= k < self._arc_top and self._m_arc_alive[k]):
             raise FlowGraphError(f"arc {k} does not exist")
         return k
 
     def _claim_node_id(self, node: SupportsIndex | None) -> int:
         if node is None:
-            while self._free_nodes:
-                v = self._free_nodes.pop()
-                if not self._node_alive[v]:
+            free, alive = self._free_nodes, self._m_node_alive
+            while free:
+                v = free.pop()
+                if not alive[v]:
                     return v
             v = self._node_top
         else:
@@ -732,9 +852,10 @@ class FlowGraph:
 
     def _claim_arc_id(self, arc: SupportsIndex | None) -> int:
         if arc is None:
-            while self._free_arcs:
-                k = self._free_arcs.pop()
-                if not self._arc_alive[k]:
+            free, alive = self._free_arcs, self._m_arc_alive
+            while free:
+                k = free.pop()
+                if not alive[k]:
                     return k
             k = self._arc_top
         else:
@@ -769,6 +890,7 @@ class FlowGraph:
             ("_node_killed", False),
         ):
             setattr(self, name, _grown(getattr(self, name), new, fill))
+        self._node_views()
 
     def _ensure_arcs(self, size: int) -> None:
         if size <= len(self._arc_alive):
@@ -793,13 +915,15 @@ class FlowGraph:
         was = np.zeros((new, 6), dtype=np.int64)
         was[: len(self._arc_was)] = self._arc_was
         self._arc_was = was
+        self._arc_views()
 
     def _touch_node(self, v: int) -> None:
-        if self._node_epoch[v] != self._epoch:
-            self._node_epoch[v] = self._epoch
-            self._node_was_alive[v] = self._node_alive[v]
-            self._node_was_supply[v] = self._supply[v]
-            self._node_killed[v] = False
+        epoch = self._epoch
+        if self._m_node_epoch[v] != epoch:
+            self._m_node_epoch[v] = epoch
+            self._m_node_was_alive[v] = self._m_node_alive[v]
+            self._m_node_was_supply[v] = self._m_supply[v]
+            self._m_node_killed[v] = False
             self._touched_nodes.append(v)
 
     def _touch_nodes(self, ids: Int64Array) -> None:
@@ -811,12 +935,18 @@ class FlowGraph:
         self._touched_nodes.extend(fresh.tolist())
 
     def _touch_arc(self, k: int) -> None:
-        if self._arc_epoch[k] != self._epoch:
-            self._arc_epoch[k] = self._epoch
-            self._arc_was_alive[k] = self._arc_alive[k]
-            w = self._arc_was[k]
-            w[0], w[1], w[2] = self._src[k], self._dst[k], self._low[k]
-            w[3], w[4], w[5] = self._cap[k], self._cost[k], self._arc_kind[k]
+        epoch = self._epoch
+        if self._m_arc_epoch[k] != epoch:
+            self._m_arc_epoch[k] = epoch
+            alive = self._m_arc_alive[k]
+            self._m_arc_was_alive[k] = alive
+            # Row k of `_arc_was`: src dst low cap cost kind. `_net_changes` reads the old values
+            # of arcs that were alive only, so a dead arc's row is left as it is.
+            if alive:
+                w, i = self._m_arc_was, 6 * k
+                w[i], w[i + 1], w[i + 2] = self._m_src[k], self._m_dst[k], self._m_low[k]
+                w[i + 3], w[i + 4] = self._m_cap[k], self._m_cost[k]
+                w[i + 5] = self._m_arc_kind[k]
             self._touched_arcs.append(k)
 
     def _touch_arcs(self, ids: Int64Array) -> None:
@@ -836,41 +966,74 @@ class FlowGraph:
         )
         self._touched_arcs.extend(fresh.tolist())
 
-    def _link(self, k: int) -> None:
-        u, v = int(self._src[k]), int(self._dst[k])
-        h = int(self._out_first[u])
-        self._out_next[k], self._out_prev[k] = h, -1
+    def _place_arc(
+        self, k: int, u: int, v: int, lower: int, capacity: int, cost: int, kind: int
+    ) -> None:
+        """Make the free, allocated id `k` a live arc from `u` to `v` with these values, at the
+        head of `u`'s out-list and `v`'s in-list."""
+        # `_touch_arc(k)`, inlined: `k` is free, so there are no old values to keep.
+        epoch = self._epoch
+        if self._m_arc_epoch[k] != epoch:
+            self._m_arc_epoch[k] = epoch
+            self._m_arc_was_alive[k] = False
+            self._touched_arcs.append(k)
+        self._m_arc_alive[k] = True
+        self._m_src[k] = u
+        self._m_dst[k] = v
+        self._m_low[k] = lower
+        self._m_cap[k] = capacity
+        self._m_cost[k] = cost
+        self._m_arc_kind[k] = kind
+        first, nxt, prv = self._m_out_first, self._m_out_next, self._m_out_prev
+        h = first[u]
+        nxt[k] = h
+        prv[k] = -1
         if h >= 0:
-            self._out_prev[h] = k
-        self._out_first[u] = k
-        self._out_deg[u] += 1
-        h = int(self._in_first[v])
-        self._in_next[k], self._in_prev[k] = h, -1
+            prv[h] = k
+        first[u] = k
+        self._m_out_deg[u] += 1
+        first, nxt, prv = self._m_in_first, self._m_in_next, self._m_in_prev
+        h = first[v]
+        nxt[k] = h
+        prv[k] = -1
         if h >= 0:
-            self._in_prev[h] = k
-        self._in_first[v] = k
-        self._in_deg[v] += 1
+            prv[h] = k
+        first[v] = k
+        self._m_in_deg[v] += 1
+        self._num_arcs += 1
+        self._raw_changes += 1
 
     def _remove_arc(self, k: int) -> None:
-        self._touch_arc(k)
-        u, v = int(self._src[k]), int(self._dst[k])
-        nxt, prv = int(self._out_next[k]), int(self._out_prev[k])
+        """Unlink and free live arc `k` (the caller counts the raw change, if any)."""
+        u, v = self._m_src[k], self._m_dst[k]
+        # `_touch_arc(k)`, inlined: `k` is alive, so its old values are kept.
+        epoch = self._epoch
+        if self._m_arc_epoch[k] != epoch:
+            self._m_arc_epoch[k] = epoch
+            self._m_arc_was_alive[k] = True
+            w, i = self._m_arc_was, 6 * k
+            w[i], w[i + 1], w[i + 2] = u, v, self._m_low[k]
+            w[i + 3], w[i + 4], w[i + 5] = self._m_cap[k], self._m_cost[k], self._m_arc_kind[k]
+            self._touched_arcs.append(k)
+        nxts, prvs = self._m_out_next, self._m_out_prev
+        nxt, prv = nxts[k], prvs[k]
         if prv >= 0:
-            self._out_next[prv] = nxt
+            nxts[prv] = nxt
         else:
-            self._out_first[u] = nxt
+            self._m_out_first[u] = nxt
         if nxt >= 0:
-            self._out_prev[nxt] = prv
-        nxt, prv = int(self._in_next[k]), int(self._in_prev[k])
+            prvs[nxt] = prv
+        nxts, prvs = self._m_in_next, self._m_in_prev
+        nxt, prv = nxts[k], prvs[k]
         if prv >= 0:
-            self._in_next[prv] = nxt
+            nxts[prv] = nxt
         else:
-            self._in_first[v] = nxt
+            self._m_in_first[v] = nxt
         if nxt >= 0:
-            self._in_prev[nxt] = prv
-        self._out_deg[u] -= 1
-        self._in_deg[v] -= 1
-        self._arc_alive[k] = False
+            prvs[nxt] = prv
+        self._m_out_deg[u] -= 1
+        self._m_in_deg[v] -= 1
+        self._m_arc_alive[k] = False
         self._free_arcs.append(k)
         self._num_arcs -= 1
 

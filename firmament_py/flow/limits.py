@@ -35,6 +35,8 @@ class FlowGraphError(ValueError):
 
 def check_index(value: SupportsIndex, what: str) -> int:
     """`value` as an int; FlowGraphError naming `what` if it is not an integer (or a bool)."""
+    if type(value) is int:  # the usual case (a bool's type is bool)
+        return value
     if isinstance(value, bool):
         raise FlowGraphError(f"{what} must be an integer, got a bool")
     try:

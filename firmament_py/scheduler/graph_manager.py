@@ -35,8 +35,7 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -84,11 +83,15 @@ class ArcType(enum.IntEnum):
     """machine -> sink, U(job) -> sink"""
 
 
-_BULK_READ = 8
-"""From this many out-arcs on, `_reconcile` reads the arcs' values from the arrays at once."""
-
 ArcKey = tuple[int, int]
 """An out-arc of a node, identified by (destination node, ArcType)."""
+
+# The arc types of a task's arcs as plain ints, as `ArcKey`s hold them.
+_RUNNING = int(ArcType.RUNNING)
+_UNSCHEDULED = int(ArcType.UNSCHEDULED)
+_PREEMPTION = int(ArcType.PREEMPTION)
+_TO_CLASS = int(ArcType.TO_CLASS)
+_PREFERENCE = int(ArcType.PREFERENCE)
 
 
 class FlowGraphManager:
@@ -204,7 +207,7 @@ class FlowGraphManager:
         ):
             for ref in [ref for ref in self._resource_node if ref.id not in live[ref.kind]]:
                 node = self._resource_node.pop(ref)
-                self.graph.remove_node(node)
+                self.graph.trusted_remove_node(node)
                 if ref.kind is ResourceKind.MACHINE:
                     del self._node_machine[node]
                     del self._machine_ref[ref.id]
@@ -241,7 +244,7 @@ class FlowGraphManager:
         node = self._resource_node.get(ref)
         if node is None:
             kind = NodeKind.LEAF if ref.kind is ResourceKind.MACHINE else NodeKind.OTHER
-            node = self.graph.add_node(0, kind)
+            node = self.graph.trusted_add_node(0, kind)
             self._resource_node[ref] = node
         return node
 
@@ -328,7 +331,7 @@ class FlowGraphManager:
         del self._node_task[node]
         self._waiting.pop(task_id, None)
         self._running.pop(task_id, None)
-        self.graph.remove_node(node)
+        self.graph.trusted_remove_node(node)
         if notify:
             self.policy.task_removed(task_id=task_id, cluster=self.cluster)
 
@@ -339,45 +342,58 @@ class FlowGraphManager:
         ask = self.policy
         running = task.state is TaskState.RUNNING
         # Answers first, nodes after: a failing hook must not leave half a task behind.
-        planned: list[tuple[Callable[[], int], ArcType, ArcDescriptor]] = []
+        continuation: ArcDescriptor | None = None
+        waiting: ArcDescriptor | None = None
+        waiting_arc = _UNSCHEDULED
+        to_classes: list[tuple[EquivClassId, ArcDescriptor]] = []
+        to_resources: list[tuple[ResourceRef, ArcDescriptor]] = []
+        pinned = 0
         if running:
             assert task.machine_id is not None
             machine = MachineView(self.state.machines[task.machine_id])
-            descriptor = ask.task_continuation(task=view, machine=machine, cluster=cluster)
-            planned.append(
-                (partial(self.machine_node_of, task.machine_id), ArcType.RUNNING, descriptor)
-            )
+            continuation = ask.task_continuation(task=view, machine=machine, cluster=cluster)
+            pinned += continuation.min_flow
         if not running or ask.preemption_enabled:
             if running:
-                descriptor = ask.task_preemption(task=view, cluster=cluster)
-                waiting_arc = ArcType.PREEMPTION
+                waiting = ask.task_preemption(task=view, cluster=cluster)
+                waiting_arc = _PREEMPTION
             else:
-                descriptor = ask.task_to_unscheduled(task=view, cluster=cluster)
-                waiting_arc = ArcType.UNSCHEDULED
-            self._require_path_to_wait(task, descriptor)
-            planned.append((partial(self._job, task.job_id), waiting_arc, descriptor))
+                waiting = ask.task_to_unscheduled(task=view, cluster=cluster)
+            self._require_path_to_wait(task, waiting)
+            pinned += waiting.min_flow
             for equiv_class in ask.task_equiv_classes(task=view, cluster=cluster):
                 descriptor = ask.task_to_equiv_class(
                     task=view, equiv_class=equiv_class, cluster=cluster
                 )
-                planned.append((partial(self._class, equiv_class), ArcType.TO_CLASS, descriptor))
+                to_classes.append((equiv_class, descriptor))
+                pinned += descriptor.min_flow
             for ref in ask.task_preference_arcs(task=view, cluster=cluster):
                 resource = ResourceView(ref, cluster)
                 descriptor = ask.task_to_resource(task=view, resource=resource, cluster=cluster)
-                planned.append(
-                    (partial(self._resource_node.__getitem__, ref), ArcType.PREFERENCE, descriptor)
-                )
-        pinned = sum(descriptor.min_flow for _, _, descriptor in planned)
+                to_resources.append((ref, descriptor))
+                pinned += descriptor.min_flow
         if pinned > 1:
             raise PolicyError(
                 ask.name,
                 f"the arcs out of task {task.task_id} ask for min_flow {pinned} in total, but a "
                 "task carries one unit",
             )
-        desired = {(target(), int(arc_type)): d for target, arc_type, d in planned}
+        # Targets in the order of the arcs: the continuation's machine, U(job) (made here if
+        # new), the classes (likewise), the preferred resources.
+        desired: dict[ArcKey, ArcDescriptor] = {}
+        if continuation is not None:
+            assert task.machine_id is not None
+            desired[(self._machine_node[task.machine_id], _RUNNING)] = continuation
+        if waiting is not None:
+            desired[(self._job(task.job_id), waiting_arc)] = waiting
+            for equiv_class, descriptor in to_classes:
+                desired[(self._class(equiv_class), _TO_CLASS)] = descriptor
+            resource_node = self._resource_node
+            for ref, descriptor in to_resources:
+                desired[(resource_node[ref], _PREFERENCE)] = descriptor
         node = self._task_node.get(task.task_id)
         if node is None:
-            node = self.graph.add_node(1, NodeKind.TASK)
+            node = self.graph.trusted_add_node(1, NodeKind.TASK)
             self._task_node[task.task_id] = node
             self._node_task[node] = task.task_id
             ask.task_added(task=view, cluster=cluster)
@@ -436,14 +452,14 @@ class FlowGraphManager:
     def _class(self, equiv_class: EquivClassId) -> int:
         node = self._class_node.get(equiv_class)
         if node is None:
-            node = self.graph.add_node(0, NodeKind.OTHER)
+            node = self.graph.trusted_add_node(0, NodeKind.OTHER)
             self._class_node[equiv_class] = node
         return node
 
     def _job(self, job_id: JobId) -> int:
         node = self._job_node.get(job_id)
         if node is None:
-            node = self.graph.add_node(0, NodeKind.OTHER)
+            node = self.graph.trusted_add_node(0, NodeKind.OTHER)
             self._job_node[job_id] = node
         return node
 
@@ -451,7 +467,8 @@ class FlowGraphManager:
         """Ask every class some task reaches for its arcs (breadth first through class to class
         arcs), then drop the classes nothing points to."""
         graph, cluster, ask = self.graph, self.cluster, self.policy
-        queue = deque(c for c, node in self._class_node.items() if graph.in_degree(node) > 0)
+        in_degree = graph.trusted_in_degree
+        queue = deque(c for c, node in self._class_node.items() if in_degree(node) > 0)
         seen = set(queue)
         while queue:
             equiv_class = queue.popleft()
@@ -477,18 +494,18 @@ class FlowGraphManager:
             self._reconcile(self._class_node[equiv_class], desired)
         # Dropping a class can orphan the classes it pointed to, hence the loop.
         while True:
-            orphans = [c for c, node in self._class_node.items() if graph.in_degree(node) == 0]
+            orphans = [c for c, node in self._class_node.items() if in_degree(node) == 0]
             if not orphans:
                 break
             for equiv_class in orphans:
-                graph.remove_node(self._class_node.pop(equiv_class))
+                graph.trusted_remove_node(self._class_node.pop(equiv_class))
 
     def _refresh_jobs(self) -> None:
         """Drop unscheduled aggregators no task points to; ask for the others' sink arcs."""
         for job_id, node in list(self._job_node.items()):
-            incoming = self.graph.in_degree(node)
+            incoming = self.graph.trusted_in_degree(node)
             if incoming == 0:
-                self.graph.remove_node(node)
+                self.graph.trusted_remove_node(node)
                 del self._job_node[job_id]
                 continue
             descriptor = self.policy.unscheduled_to_sink(
@@ -502,54 +519,22 @@ class FlowGraphManager:
         """Make `node`'s out-arcs exactly `desired`: change the arcs that stay, remove the
         others, add the new ones. Consumes `desired`."""
         graph = self.graph
-        arcs = graph.out_arcs(node)
-        if len(arcs) < _BULK_READ:
-            for arc in arcs:
-                descriptor = desired.pop((graph.arc_dst(arc), graph.arc_kind(arc)), None)
-                if descriptor is None:
-                    graph.remove_arc(arc)
-                else:
-                    graph.change_arc(
-                        arc,
-                        capacity=descriptor.capacity,
-                        cost=descriptor.cost,
-                        lower=descriptor.min_flow,
-                    )
-        else:
-            # Many arcs (a class reaching every machine, a rack): read their ends and values
-            # in one go, and skip `change_arc` where nothing changes (there it changes nothing).
-            arrays, index = graph.arrays(), np.array(arcs, dtype=np.int64)
-            for arc, dst, kind, low, cap, cost in zip(
-                arcs,
-                arrays.dst[index].tolist(),
-                arrays.arc_kind[index].tolist(),
-                arrays.low[index].tolist(),
-                arrays.cap[index].tolist(),
-                arrays.cost[index].tolist(),
-                strict=True,
+        # The node's arcs with their values, read in one go; an arc whose values already match
+        # is left alone (`change_arc` would change nothing there either).
+        for arc, dst, kind, low, cap, cost in graph.trusted_out_arcs(node):
+            descriptor = desired.pop((dst, kind), None)
+            if descriptor is None:
+                graph.trusted_remove_arc(arc)
+            elif (
+                descriptor.cost != cost or descriptor.capacity != cap or descriptor.min_flow != low
             ):
-                descriptor = desired.pop((dst, kind), None)
-                if descriptor is None:
-                    graph.remove_arc(arc)
-                elif (
-                    descriptor.cost != cost
-                    or descriptor.capacity != cap
-                    or descriptor.min_flow != low
-                ):
-                    graph.change_arc(
-                        arc,
-                        capacity=descriptor.capacity,
-                        cost=descriptor.cost,
-                        lower=descriptor.min_flow,
-                    )
+                graph.trusted_change_arc(
+                    arc, descriptor.min_flow, descriptor.capacity, descriptor.cost
+                )
+        add_arc = graph.trusted_add_arc
         for (target, arc_type), descriptor in desired.items():
-            graph.add_arc(
-                node,
-                target,
-                capacity=descriptor.capacity,
-                cost=descriptor.cost,
-                lower=descriptor.min_flow,
-                kind=arc_type,
+            add_arc(
+                node, target, descriptor.min_flow, descriptor.capacity, descriptor.cost, arc_type
             )
 
     def _set_arcs(self, node: int, changes: Iterable[tuple[int, ArcDescriptor, ArcType]]) -> None:
@@ -558,17 +543,14 @@ class FlowGraphManager:
         graph = self.graph
         # The node's arcs read once for all the changes, first arc of each key kept.
         arcs: dict[ArcKey, int] = {}
-        for arc in graph.out_arcs(node):
-            arcs.setdefault((graph.arc_dst(arc), graph.arc_kind(arc)), arc)
+        for arc, dst, kind, _, _, _ in graph.trusted_out_arcs(node):
+            arcs.setdefault((dst, kind), arc)
         for target, descriptor, arc_type in changes:
             found = arcs.get((target, arc_type))
             if found is None:
                 raise AssertionError(f"node {node} has no {arc_type.name} arc to node {target}")
-            graph.change_arc(
-                found,
-                capacity=descriptor.capacity,
-                cost=descriptor.cost,
-                lower=descriptor.min_flow,
+            graph.trusted_change_arc(
+                found, descriptor.min_flow, descriptor.capacity, descriptor.cost
             )
 
     # ------------------------------------------------------------------ decisions out
