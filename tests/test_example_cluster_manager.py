@@ -7,12 +7,13 @@ quincy policy, on the locality scenario, really migrates a task through the daem
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,7 +23,7 @@ import pytest
 from firmament_py.flow.placement import DeltaKind, SchedulingDelta
 from firmament_py.model.resources import Resources
 from firmament_py.model.states import TaskState
-from firmament_py.service import Client, MachineSpec, RoundReply
+from firmament_py.service import Client, ListedTask, MachineSpec, RoundReply
 from firmament_py.service.journal import Journal
 from firmament_py.service.state import ServiceState
 
@@ -89,6 +90,12 @@ def test_the_manager_runs_every_task_and_the_daemon_agrees(example: Any, tmp_pat
         0,
     )
     assert summary.daemon_agrees
+    # ...task by task, as it lists them...
+    assert summary.daemon_states == outcomes and not summary.disagreements
+    # (a task the daemon saw end otherwise would be named)
+    seen_otherwise = dataclasses.replace(summary, daemon_states={**outcomes, 3: "completed"})
+    assert seen_otherwise.disagreements == ["task 3: failed here, completed there"]
+    assert not seen_otherwise.daemon_agrees
     # ...and so does its state, recovered from the journal it wrote.
     with Journal(journal) as opened:
         payload, records = opened.recover()
@@ -209,6 +216,12 @@ class ScriptedDaemon:
 
     def status(self) -> dict[str, Any]:
         return {"running": 0, "waiting": 0}
+
+    def tasks(self) -> Iterator[ListedTask]:
+        """What the reports made of each task (the daemon's view, as far as it is scripted)."""
+        for kind, task_id in sorted(self.reports, key=lambda report: report[1]):
+            if kind != "removed":
+                yield ListedTask(task_id, "job", TaskState(kind), None)
 
 
 def test_preempt_and_migrate_stop_the_process_and_start_it_where_the_daemon_says(

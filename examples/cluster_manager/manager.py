@@ -60,6 +60,7 @@ from firmament_py.service import (
     Client,
     DaemonConfig,
     DaemonTimeout,
+    ListedTask,
     MachineSpec,
     RequestFailed,
     RoundReply,
@@ -118,6 +119,9 @@ class DaemonAPI(Protocol):
 
     def status(self) -> dict[str, Any]:
         """The daemon's health and counts."""
+
+    def tasks(self) -> Iterator[ListedTask]:
+        """Every task the daemon knows, in id order, with its state."""
 
 
 # ---------------------------------------------------------------------- what to run
@@ -317,16 +321,31 @@ class RunSummary:
     seconds: float
     timed_out: bool
     daemon_status: dict[str, Any]
+    daemon_states: dict[int, str]
+    """The state of each of this run's tasks in the daemon's view (`Client.tasks`)."""
 
     @property
     def ok(self) -> bool:
         return not self.timed_out and all(task.as_expected for task in self.tasks)
 
     @property
+    def disagreements(self) -> list[str]:
+        """Every task whose end the daemon sees otherwise than this manager, and why."""
+        found = []
+        for run in self.tasks:
+            if not run.finished:
+                continue  # taken back from the daemon at the end
+            theirs = self.daemon_states.get(run.spec.task_id, "unknown")
+            if theirs != run.outcome.value:
+                found.append(f"task {run.spec.task_id}: {run.outcome.value} here, {theirs} there")
+        return found
+
+    @property
     def daemon_agrees(self) -> bool:
-        """Whether the daemon, too, has nothing waiting or running (true when this manager is
-        its only client)."""
-        return self.daemon_status.get("running") == 0 and self.daemon_status.get("waiting") == 0
+        """Whether the daemon saw every task end as this manager did, and has nothing waiting
+        or running (true when this manager is its only client)."""
+        idle = self.daemon_status.get("running") == 0 and self.daemon_status.get("waiting") == 0
+        return idle and not self.disagreements
 
 
 class ClusterManager:
@@ -399,6 +418,9 @@ class ClusterManager:
         finally:
             self.shutdown()
         status = self.daemon.status()
+        # Reconcile task by task: the daemon's view of every task, a page at a time.
+        mine = set(self.tasks)
+        states = {t.task_id: t.state.value for t in self.daemon.tasks() if t.task_id in mine}
         return RunSummary(
             tasks=list(self.tasks.values()),
             machines=len(self.machines),
@@ -407,6 +429,7 @@ class ClusterManager:
             seconds=time.monotonic() - self._started,
             timed_out=timed_out,
             daemon_status=status,
+            daemon_states=states,
         )
 
     def register_machines(self) -> None:
@@ -684,9 +707,11 @@ def print_summary(summary: RunSummary, out: TextIO) -> None:
         f"{status.get('waiting')} waiting, {status.get('running')} running, "
         f"{status.get('rounds')} rounds, journal at record {status.get('seq')} "
         f"(policy {status.get('policy')}) -> "
-        + ("agrees" if summary.daemon_agrees else "DISAGREES"),
+        + ("agrees, task by task" if summary.daemon_agrees else "DISAGREES"),
         file=out,
     )
+    for disagreement in summary.disagreements:
+        print(f"  {disagreement}", file=out)
     if summary.timed_out:
         print("timed out before every task finished", file=out)
     print("all tasks ended as expected" if summary.ok else "SOME TASKS DID NOT", file=out)
