@@ -114,10 +114,11 @@ def client_main(
     out.put((latencies, events, failed))
 
 
-def request_path_us(machines: int, events: int = 20_000) -> float:
+def request_path_us(machines: int, batch: int = 1, events: int = 20_000) -> float:
     """Microseconds per task submission through the daemon's request path alone, in this
-    process and without sockets: decode and check the frame, apply it to the state, journal
-    the record (written, not fsynced), encode the reply."""
+    process and without sockets: decode and check the frame (one event, or a `batch` of
+    `batch`), apply it to the state, journal the records (written, not fsynced), encode the
+    reply."""
     service = ServiceState()
     added = [
         {"machine_id": f"m{i:05d}", "capacity": {"cpu_millicores": 16000}, "slots": 12}
@@ -126,19 +127,35 @@ def request_path_us(machines: int, events: int = 20_000) -> float:
     service.apply_request(
         decode_request(encode_request("add", "node_added", {"machines": added})), 1
     )
-    frames = [
-        encode_request(f"r{i}", "task_submitted", {"task_id": i, "job_id": f"j{i % 50}"})
-        for i in range(events)
-    ]
+    bodies = [{"task_id": i, "job_id": f"j{i % 50}"} for i in range(events)]
+    if batch == 1:
+        frames = [encode_request(f"r{i}", "task_submitted", b) for i, b in enumerate(bodies)]
+    else:
+        frames = [
+            encode_request(
+                f"b{start}",
+                "batch",
+                {
+                    "requests": [
+                        {"type": "task_submitted", "body": b} for b in bodies[start:][:batch]
+                    ]
+                },
+            )
+            for start in range(0, events, batch)
+        ]
     with tempfile.TemporaryDirectory() as directory:
         journal = Journal(directory, fsync="never")
         journal.recover()
         began = time.perf_counter()
         for frame in frames:
             request = decode_request(frame)
-            reply, record = service.apply_request(request, service.clock(2))
-            if record is not None:
-                journal.append(record)
+            if request.type == "batch":
+                reply, records = service.apply_batch(request, service.clock(2))
+            else:
+                reply, record = service.apply_request(request, service.clock(2))
+                records = [] if record is None else [record]
+            payload = msgpack.packb(records, use_bin_type=True)
+            journal.append_packed(payload, len(records))
             encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         journal.flush()
         elapsed = time.perf_counter() - began
@@ -257,7 +274,7 @@ def main() -> None:
     parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    costs = [request_path_us(args.machines) for _ in range(3)]
+    costs = [request_path_us(args.machines, args.batch) for _ in range(3)]
     print(f"request path alone: {statistics.median(costs):.1f} us per event (median of 3)")
     runs = []
     for repeat in range(args.repeats):
