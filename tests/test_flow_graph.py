@@ -418,6 +418,15 @@ def test_add_arc_with_bad_kind_leaves_the_graph_unchanged(kind: object) -> None:
     assert _fingerprint(g) == before
 
 
+@pytest.mark.parametrize("kind", ["x", 300, -1, 2.5])
+def test_add_node_with_bad_kind_leaves_the_graph_unchanged(kind: object) -> None:
+    g = _graph_with_history()
+    before = _fingerprint(g)
+    with pytest.raises(FlowGraphError, match="node kind"):
+        g.add_node(1, kind=kind)  # type: ignore[arg-type]
+    assert _fingerprint(g) == before
+
+
 def test_change_arc_with_out_of_range_kind_leaves_the_arc_unchanged() -> None:
     g = _graph_with_history()
     before = _fingerprint(g)

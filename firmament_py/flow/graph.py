@@ -381,10 +381,19 @@ class FlowGraph:
         b = check_index(supply, "supply")
         if abs(b) > MAX_CAPACITY:
             raise FlowGraphError(f"supply {b} exceeds the limit of {MAX_CAPACITY} in magnitude")
-        kind = NodeKind(int(kind))
+        kind = self._node_kind_of(kind)
         v = self._claim_node_id(node)
         self._place_node(v, b, kind)
         return v
+
+    @staticmethod
+    def _node_kind_of(kind: object) -> NodeKind:
+        """`kind` as a NodeKind; FlowGraphError naming it if it is none."""
+        try:
+            return NodeKind(operator.index(kind))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            known = ", ".join(f"{k.value} ({k.name})" for k in NodeKind)
+            raise FlowGraphError(f"node kind {kind!r} is not one of {known}") from None
 
     def add_nodes(
         self, count: int, supply: npt.ArrayLike = 0, kind: npt.ArrayLike = NodeKind.OTHER
