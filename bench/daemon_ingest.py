@@ -185,6 +185,8 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
                 str(args.round_ms),
                 "--publish",
                 f"tcp://127.0.0.1:{pub}",
+                "--decision-chunk",
+                str(args.decision_chunk),
             ],
             stderr=subprocess.DEVNULL,
         )
@@ -271,6 +273,9 @@ def main() -> None:
     )
     parser.add_argument("--batch", type=int, default=1, help="events per message (a `batch`)")
     parser.add_argument("--policy", default="trivial")
+    parser.add_argument(
+        "--decision-chunk", type=int, default=256, help="the daemon's --decision-chunk"
+    )
     parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
