@@ -6,9 +6,7 @@ prints a table per phase and skips policies that do not load."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,23 +17,16 @@ from rich.console import Console
 from firmament_py.scheduler import Scheduler
 from firmament_py.sdk import PolicyError, available_policies, load_policy
 
+from .examples import load_example
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster_100.py"
 MACHINES = 20
 
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    """examples/cluster_100.py as a module (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("cluster_100_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[spec.name]
-        raise
-    return module
+    """examples/cluster_100.py as a module."""
+    return load_example(EXAMPLE, "cluster_100_example")
 
 
 def test_the_cluster_has_racks_pods_labels_and_replicated_data(example: Any) -> None:

@@ -8,7 +8,6 @@ quincy policy, on the locality scenario, really migrates a task through the daem
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import io
 import subprocess
 import sys
@@ -27,22 +26,15 @@ from firmament_py.service import Client, ListedTask, MachineSpec, RoundReply
 from firmament_py.service.journal import Journal
 from firmament_py.service.state import ServiceState
 
+from .examples import load_example
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "cluster_manager" / "manager.py"
 
 
 @pytest.fixture(scope="module")
 def example() -> ModuleType:
-    """examples/cluster_manager/manager.py as a module (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("cluster_manager_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[spec.name]
-        raise
-    return module
+    """examples/cluster_manager/manager.py as a module."""
+    return load_example(EXAMPLE, "cluster_manager_example")
 
 
 def test_the_demo_jobs_are_what_they_claim(example: Any) -> None:

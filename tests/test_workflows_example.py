@@ -5,29 +5,19 @@ data crossing machines is exactly PARTITION's cut, less than under load-spreadin
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
 from pathlib import Path
-from types import ModuleType
 
 from firmament_py.workflows import Platform, partition_placement
 from firmament_py.workflows.generators import WorkflowShape, one_stage_mapreduce
 
+from .examples import load_example
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "workflow_partition.py"
 
 
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("workflow_partition", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_example_follows_partition() -> None:
-    example = load_example()
+    example = load_example(EXAMPLE, "workflow_partition")
     runs = example.main(["--machines", "4", "--seed", "10"])
     workflow = one_stage_mapreduce(
         random.Random(10), WorkflowShape(max_tasks=40, rho=0.25, density=0.3)
