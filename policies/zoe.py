@@ -57,6 +57,8 @@ from firmament_py.sdk import (
     selector_class,
 )
 
+from .cpu_mem import how_many_fit
+
 __all__ = [
     "APP_LABEL",
     "CLASS_LABEL",
@@ -115,16 +117,6 @@ def _machine_of(equiv_class: EquivClassId) -> MachineId | None:
     if isinstance(equiv_class, str) and equiv_class.startswith(MACHINE_CLASS_PREFIX):
         return equiv_class.removeprefix(MACHINE_CLASS_PREFIX)
     return None
-
-
-def how_many_fit(request: Resources, stats: ResourceStats) -> int:
-    """How many tasks with `request` fit in a machine's free slots, cpu and ram (and every
-    other dimension the request names)."""
-    count = stats.free_slots
-    for wanted, free in zip(request.as_tuple(), stats.free.as_tuple(), strict=True):
-        if wanted > 0:
-            count = min(count, free // wanted)
-    return max(count, 0)
 
 
 def packing_cost(request: Resources, stats: ResourceStats) -> int:
