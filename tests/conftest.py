@@ -37,6 +37,9 @@ SOLVERS: dict[str, Callable[[], FlowSolver]] = {
     "relax-incremental-sweeps": lambda: RelaxationSolver(incremental=True, tree_limit=3),
     "cost-scaling": CostScalingSolver,
     "cost-scaling-alpha2": lambda: CostScalingSolver(alpha=2),
+    "cost-scaling-global-updates": lambda: CostScalingSolver(global_updates=True),
+    # A feasibility check every 30 relabels: it must never call a feasible problem infeasible.
+    "cost-scaling-frequent-checks": lambda: CostScalingSolver(check_factor=0.0),
 }
 
 

@@ -45,7 +45,7 @@ CONFIGS: dict[str, Callable[[], FlowSolver]] = {
     **SOLVERS,
     "cost-scaling-scratch": lambda: CostScalingSolver(incremental=False),
     "cost-scaling-no-price-refine": lambda: CostScalingSolver(price_refine=False),
-    "cost-scaling-no-global-updates": lambda: CostScalingSolver(global_updates=False),
+    "cost-scaling-global-updates": lambda: CostScalingSolver(global_updates=True),
 }
 CONFIG_NAMES = sorted(CONFIGS)
 

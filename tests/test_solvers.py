@@ -51,6 +51,8 @@ ALGORITHM = {
     "relax-incremental-sweeps": "relaxation",
     "cost-scaling": "cost-scaling",
     "cost-scaling-alpha2": "cost-scaling",
+    "cost-scaling-global-updates": "cost-scaling",
+    "cost-scaling-frequent-checks": "cost-scaling",
 }
 
 
