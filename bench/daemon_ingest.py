@@ -8,10 +8,13 @@ removes its oldest one with each new submission, so the cluster stays near `clie
 tasks while rounds keep placing the new ones. A client keeps up to `--window` messages awaiting
 replies (1: one at a time; more: a manager sending a burst, as `Client.pipeline` does), each
 message one event or, with `--batch N`, a `batch` of N events (`Client.batch`). Every message's
-latency is measured on the client (send to reply). Reported: events per second (all clients),
-message latency p50 / p99 / max, the rounds the daemon ran (`rounds_run`, from its status),
-and those that placed something (`rounds`, from the published deltas) with the median and p99
-of their wall time at the daemon (`round_ms`: catching up on the records, deciding, applying).
+latency is measured on the client (send to reply). With `--rate` the clients are paced
+instead: together they offer that many events per second, and a message's latency runs from
+when it was due, so a daemon that falls behind is charged for it. Reported: events per second
+(all clients), message latency p50 / p99 / max, the rounds the daemon ran (`rounds_run`, from
+its status), and those that placed something (`rounds`, from the published deltas) with the
+median and p99 of their wall time at the daemon (`round_ms`: catching up on the records,
+deciding, applying).
 A round places nothing when every task it placed was removed before its answer came back,
 which happens when a client's tasks live shorter than a round takes. Medians over
 `--repeats` runs; first, the request path's cost alone (no sockets).
@@ -19,6 +22,7 @@ which happens when a client's tasks live shorter than a round takes. Medians ove
     python bench/daemon_ingest.py                       # 1,000 machines, 8 clients, 20 s
     python bench/daemon_ingest.py --window 16            # pipelined
     python bench/daemon_ingest.py --batch 100            # batches of 100 events
+    python bench/daemon_ingest.py --batch 10 --rate 20000 --window 4   # offered 20,000/s
 """
 
 from __future__ import annotations
@@ -63,13 +67,22 @@ def client_main(
     live: int,
     window: int,
     batch: int,
+    rate: float,
+    phase: float,
     start: float,
     out: Any,
 ) -> None:
     """One client on its own DEALER socket: submit and remove tasks until `start + seconds`,
     with up to `window` messages awaiting replies, each one event or a `batch` of `batch`
-    events; send back every message's latency (send to reply), the events sent, and how many
-    events were not OK."""
+    events; send back every message's latency, the events sent, and how many events were not
+    OK.
+
+    With `rate` 0 the client sends as fast as replies come back (a closed loop: the daemon is
+    saturated, and latency is measured from the send). With a `rate` (events per second, this
+    client's share) message k is due at `k * batch / rate` seconds after the start, and its
+    latency is measured from that due time, not from when it was sent: a daemon that falls
+    behind, so that the client's window is full when a message is due, is charged for the wait
+    (no coordinated omission)."""
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
@@ -81,10 +94,16 @@ def client_main(
     own: list[int] = []
     counter = 0
     while time.time() < start:
-        time.sleep(0.001)
-    deadline = start + seconds
-    while time.time() < deadline or sent:
-        while len(sent) < window and time.time() < deadline:
+        time.sleep(0.0005)
+    began = time.perf_counter()
+    deadline = began + seconds
+    interval = batch / rate if rate > 0 else 0.0
+    due = began + interval * phase  # clients take turns rather than all sending at once
+    while time.perf_counter() < deadline or sent:
+        while len(sent) < window:
+            now = time.perf_counter()
+            if now >= deadline or (interval and due > now):
+                break
             items = []
             for _ in range(batch):
                 if len(own) >= live:
@@ -96,12 +115,21 @@ def client_main(
                     next_id += 1
             counter += 1
             rid = f"{index}-{counter}"
-            sent[rid] = time.perf_counter()
+            sent[rid] = due if interval else now
+            due += interval
             if batch == 1:
                 sock.send(encode_request(rid, items[0]["type"], items[0]["body"]))
             else:
                 sock.send(encode_request(rid, "batch", {"requests": items}))
-        if not sock.poll(10_000):
+        if not sent:  # paced, and the next message is not due yet
+            time.sleep(max(0.0, min(due, deadline) - time.perf_counter()))
+            continue
+        wait_ms = 10_000
+        if interval and len(sent) < window and due < deadline:
+            wait_ms = max(0, int((due - time.perf_counter()) * 1000) + 1)
+        if not sock.poll(wait_ms):
+            if wait_ms < 10_000:
+                continue  # a message is due
             raise RuntimeError(f"client {index}: no reply in 10 s")
         rid, status, _, reply = decode_reply(sock.recv())
         latencies.append(time.perf_counter() - sent.pop(rid))
@@ -227,6 +255,8 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
                         args.live,
                         args.window,
                         args.batch,
+                        args.rate / args.clients,
+                        index / args.clients,
                         start,
                         out,
                     ),
@@ -272,6 +302,12 @@ def main() -> None:
         "--window", type=int, default=1, help="messages each client keeps awaiting replies"
     )
     parser.add_argument("--batch", type=int, default=1, help="events per message (a `batch`)")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="offered events per second, all clients together (0: as fast as replies come)",
+    )
     parser.add_argument("--policy", default="trivial")
     parser.add_argument(
         "--decision-chunk", type=int, default=256, help="the daemon's --decision-chunk"
@@ -286,9 +322,10 @@ def main() -> None:
         result = run_once(args)
         runs.append(result)
         print(f"run {repeat + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in result.items()))
+    pace = f"offered {args.rate:,.0f} events/s" if args.rate else "unpaced"
     print(
         f"median of {len(runs)} ({args.machines} machines, {args.clients} clients, "
-        f"window {args.window}, batch {args.batch}, round every {args.round_ms} ms, "
+        f"window {args.window}, batch {args.batch}, {pace}, round every {args.round_ms} ms, "
         f"fsync {args.fsync}, policy {args.policy}):"
     )
     for key in runs[0]:

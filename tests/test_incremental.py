@@ -40,7 +40,7 @@ from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
 
 from .conftest import SOLVERS, ortools_cost
 
-# More cost scaling options (warm starts off, no price refine, no global updates).
+# More cost scaling options (warm starts off, no price refine, global updates in every phase).
 CONFIGS: dict[str, Callable[[], FlowSolver]] = {
     **SOLVERS,
     "cost-scaling-scratch": lambda: CostScalingSolver(incremental=False),

@@ -53,6 +53,7 @@ ALGORITHM = {
     "cost-scaling-alpha2": "cost-scaling",
     "cost-scaling-global-updates": "cost-scaling",
     "cost-scaling-frequent-checks": "cost-scaling",
+    "cost-scaling-no-global-updates": "cost-scaling",
 }
 
 

@@ -2,12 +2,13 @@
 
 Costs are multiplied by a power of two `scale` above the node count, so that 1-optimality of the
 scaled problem is exact optimality. Each phase divides epsilon by `alpha` (Firmament tuned 9,
-Quincy's cs2 used 2) and *refines*: arcs whose reduced cost is below -epsilon are saturated, then
+Quincy's cs2 used 2) and *refines*: every arc with a negative reduced cost is saturated, then
 nodes with excess push along admissible arcs (negative reduced cost) and are relabelled when they
-have none. Global price updates (a bucket-based Dijkstra from the deficit nodes, backwards) can
-reset prices to distances every so many relabels, but on scheduling graphs they cost more than
-they save (S90 3.2 to 2.6 s, S105 6.0 to 4.2 s without them), so by default a phase only checks
-every so often that all excess can still reach a deficit, which is how infeasibility shows.
+have none. Global price updates (a bucket-based Dijkstra from the deficit nodes, backwards) reset
+prices to distances. From scratch they cost more than they save on scheduling graphs, so they run
+only on warm starts, where epsilon restarts small and excess may need paths far dearer than the
+prices allow; from scratch a phase checks every so often that all excess can still reach a
+deficit, which is how infeasibility shows.
 
 Incremental use (Firmament section 5.2, 6.2): the network keeps flow and scaled prices between
 solves; before a batch is applied, price refinement brings the prices to an exact complementary
@@ -83,7 +84,9 @@ def _global_update(
     clipped = False
     level = 0
     while level <= top and active > 0:
-        while bfirst[level] >= 0 and active > 0:
+        # The level is finished even once all excess is settled, so that every node left
+        # unsettled lies at distance `level + 1` or beyond.
+        while bfirst[level] >= 0:
             u = bfirst[level]
             nxt = bnext[u]
             bfirst[level] = nxt
@@ -139,8 +142,8 @@ def _global_update(
         for d in range(min(top + 1, nb)):
             bfirst[d] = -1
         return _global_update_exact(net, eps, scale, dist, bnext, bprev, settled)
-    # Unsettled nodes (still queued, or never reached) sit at distance `level + 1` or beyond;
-    # giving them all `level + 1` keeps every arc epsilon-optimal.
+    # Unsettled nodes (queued at a later level, or never reached) sit at distance `level + 1`
+    # or beyond; giving them all `level + 1` keeps every arc epsilon-optimal.
     far = level + 1
     for v in range(n):
         if not net.alive[v]:
@@ -180,7 +183,8 @@ def _global_update_exact(
                 dist[v] = 0
                 size = kernels.heap_push(keys, nodes, pos, size, v, 0)
     last = 0
-    while size > 0 and active > 0:
+    # As in `_global_update`, the last distance is finished even once all excess is settled.
+    while size > 0 and (active > 0 or keys[0] == last):
         u, du, size = kernels.heap_pop(keys, nodes, pos, size)
         last = du
         if net.excess[u] > 0:
@@ -203,7 +207,7 @@ def _global_update_exact(
                 size = kernels.heap_push(keys, nodes, pos, size, x, nd)
     if active > 0:
         return False
-    # As in `_global_update`: nodes not popped lie at distance `last` or beyond.
+    # As in `_global_update`: nodes not popped lie at distance `last + 1` or beyond.
     far = last + 1
     for v in range(n):
         if net.alive[v]:
@@ -314,8 +318,8 @@ def _refine(
     bnext: Int64Array,
     bprev: Int64Array,
     settled: Int64Array,
+    updates: bool,
     update_every: int,
-    global_updates: bool,
     lookahead: bool,
     cancel: Int64Array,
     stats: Int64Array,
@@ -325,9 +329,10 @@ def _refine(
     The phase starts as OR-Tools' does: every residual arc with a negative reduced cost is
     saturated, so no arc is admissible until its tail is relabelled and every current-arc
     pointer can start at the end of its list (a hub's first discharge does not scan 10^5 arcs
-    to find nothing). Active nodes are discharged last in, first out. Every `update_every`
-    relabels the phase runs a global price update, or without them only checks that every
-    excess can still reach a deficit (infeasibility shows no other way).
+    to find nothing). Active nodes are discharged last in, first out. With `updates` a global
+    price update runs at the start and every `update_every` relabels; without, every
+    `update_every` relabels only a check that every excess can still reach a deficit
+    (infeasibility shows no other way).
     """
     n = len(net.first)
     # Make the pseudoflow eps-optimal.
@@ -355,7 +360,7 @@ def _refine(
             inq[v] = 1
     if qsize == 0:
         return _OK
-    if global_updates:
+    if updates:
         stats[_UPDATES] += 1
         if not _global_update(net, eps, scale, dist, bfirst, bnext, bprev, settled):
             for i in range(qsize):
@@ -423,7 +428,7 @@ def _refine(
             since_update += 1
             if update_every > 0 and since_update >= update_every:
                 since_update = 0
-                if global_updates:
+                if updates:
                     stats[_UPDATES] += 1
                     feasible = _global_update(net, eps, scale, dist, bfirst, bnext, bprev, settled)
                     # prices moved: restart every current-arc pointer
@@ -467,7 +472,13 @@ def _unscaled(net: ResidualArrays, scale: int, out: Int64Array) -> None:  # prag
 
 
 class CostScalingSolver(FlowSolver):
-    """Goldberg's cost scaling (global price updates optional); incremental between solves."""
+    """Goldberg's cost scaling; incremental between solves.
+
+    `global_updates`: None (the default) runs them on warm starts only, True on every solve
+    (each at the start of every phase and every `update_factor * n + 30` relabels), False
+    never (a warm start may then crawl, see docs/solvers.md). Solves without them check every
+    `check_factor * n + 30` relabels that all excess can still reach a deficit.
+    """
 
     algorithm = "cost-scaling"
 
@@ -476,7 +487,7 @@ class CostScalingSolver(FlowSolver):
         *,
         alpha: int = 9,
         incremental: bool = True,
-        global_updates: bool = False,
+        global_updates: bool | None = None,
         price_refine: bool = True,
         lookahead: bool = True,
         update_factor: float = 1.0,
@@ -580,7 +591,8 @@ class CostScalingSolver(FlowSolver):
             ]
         cur, queue, inq, dist, bfirst, bnext, bprev, settled = self._work
         stats = np.zeros(9, dtype=np.int64)
-        if self._fresh or not self.incremental:
+        fresh = self._fresh or not self.incremental
+        if fresh:
             a.price[:] = 0
             self.network.set_flows(np.zeros(self.network.arc_bound, dtype=np.int64))
             eps = max(1, max_cost * scale)
@@ -591,7 +603,11 @@ class CostScalingSolver(FlowSolver):
             violation = int(kernels.worst_violation(a, scale, False))
             eps = max(1, violation, self._max_change * scale)
         self._max_change = 0
-        factor = self.update_factor if self.global_updates else self.check_factor
+        # Global updates (see `global_updates`): on warm starts by default, where a small
+        # epsilon would otherwise crawl towards paths far dearer than the prices allow; from
+        # scratch a feasibility check every check_factor * n relabels instead.
+        updates = self.global_updates if self.global_updates is not None else not fresh
+        factor = self.update_factor if updates else self.check_factor
         update_every = int(factor * n) + 30
         status = _OK
         while True:
@@ -614,8 +630,8 @@ class CostScalingSolver(FlowSolver):
                 bnext,
                 bprev,
                 settled,
+                updates,
                 update_every,
-                self.global_updates,
                 self.lookahead,
                 self._cancel,
                 stats,
