@@ -454,12 +454,25 @@ def test_a_round_is_applied_a_chunk_per_turn_and_answered_whole(tmp_path: Path) 
 def test_chunks_keep_the_order_decisions_are_applied_in() -> None:
     from firmament_py.flow.placement import SchedulingDelta
     from firmament_py.service.daemon import _chunks
+    from firmament_py.service.protocol import decision_to_wire
 
-    place = [SchedulingDelta(DeltaKind.PLACE, i, None, "m") for i in range(5)]
-    preempt = [SchedulingDelta(DeltaKind.PREEMPT, 10 + i, "m", None) for i in range(3)]
-    migrate = [SchedulingDelta(DeltaKind.MIGRATE, 20 + i, "m", "n") for i in range(3)]
+    def wire(deltas: list[SchedulingDelta]) -> list[list[object]]:
+        return [decision_to_wire(d) for d in deltas]
+
+    place = wire([SchedulingDelta(DeltaKind.PLACE, i, None, "m") for i in range(5)])
+    preempt = wire([SchedulingDelta(DeltaKind.PREEMPT, 10 + i, "m", None) for i in range(3)])
+    migrate = wire([SchedulingDelta(DeltaKind.MIGRATE, 20 + i, "m", "n") for i in range(3)])
     chunks = _chunks(place[:2] + migrate + preempt + place[2:], 2)
     assert chunks == [preempt[:2], preempt[2:], migrate, place[:2], place[2:4], place[4:]]
+
+
+def test_chunks_refuse_a_malformed_decision_before_any_is_applied() -> None:
+    from firmament_py.service.daemon import _chunks
+
+    good = ["place", 1, None, "m"]
+    for bad in (["teleport", 2, None, "m"], ["place", 2, None], ("place", 2, None, "m"), None):
+        with pytest.raises(ValueError, match="kind, task, from, to"):
+            _chunks([good, bad], 256)
 
 
 def test_tasks_and_machines_are_listed_page_by_page(tmp_path: Path) -> None:

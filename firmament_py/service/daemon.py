@@ -57,7 +57,7 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.flow.placement import DeltaKind
-from firmament_py.scheduler.decisions import Decision, DecisionOutcome
+from firmament_py.scheduler.decisions import DecisionOutcome
 from firmament_py.service.journal import Journal
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
@@ -143,24 +143,36 @@ class _Round:
     started: float
     answer: Mapping[str, Any] | None = None
     """The scheduling process's answer, once it came; its decisions are being applied."""
-    chunks: list[list[Decision]] = field(default_factory=list)
-    """Decisions still to apply, a chunk per loop turn."""
+    chunks: list[list[list[Any]]] = field(default_factory=list)
+    """Decisions still to apply, in wire form, a chunk per loop turn (read a chunk at a time:
+    reading thousands at once held the loop for 16 ms)."""
     outcome: DecisionOutcome = field(default_factory=DecisionOutcome)
     """What the chunks applied so far did."""
+    applied: list[list[Any]] = field(default_factory=list)
+    """The applied decisions in wire form, for the answer (also written a chunk at a time)."""
+    refused: list[list[Any]] = field(default_factory=list)
+    """The refused ones with their reasons, in wire form."""
 
 
-def _chunks(decisions: list[Decision], size: int) -> list[list[Decision]]:
-    """`decisions` in the order `apply_decisions` applies them (preemptions, migrations,
+_APPLY_ORDER = {DeltaKind.PREEMPT.value: 0, DeltaKind.MIGRATE.value: 1, DeltaKind.PLACE.value: 2}
+
+
+def _chunks(items: list[Any], size: int) -> list[list[list[Any]]]:
+    """Wire decisions in the order `apply_decisions` applies them (preemptions, migrations,
     placements), cut into chunks of `size`; the migrations stay in one chunk, since they are
-    applied as one move."""
-    order = {DeltaKind.PREEMPT: 0, DeltaKind.MIGRATE: 1, DeltaKind.PLACE: 2}
-    chunks: list[list[Decision]] = []
+    applied as one move. ValueError if an item is not `[kind, task, from, to]`."""
+    for item in items:
+        if not (isinstance(item, list) and len(item) == 4 and item[0] in _APPLY_ORDER):
+            raise ValueError(f"a decision must be [kind, task, from, to], got {item!r}")
+    chunks: list[list[list[Any]]] = []
     for kind, group in itertools.groupby(
-        sorted(decisions, key=lambda d: order[d.kind]), key=lambda d: d.kind
+        sorted(items, key=lambda item: _APPLY_ORDER[item[0]]), key=lambda item: item[0]
     ):
-        items = list(group)
-        step = len(items) if kind is DeltaKind.MIGRATE else size
-        chunks.extend(items[start : start + step] for start in range(0, len(items), step))
+        group_items = list(group)
+        step = len(group_items) if kind == DeltaKind.MIGRATE.value else size
+        chunks.extend(
+            group_items[start : start + step] for start in range(0, len(group_items), step)
+        )
     return chunks
 
 
@@ -448,14 +460,14 @@ class SchedulingDaemon:
                 if self._round is None or answer["round"] != self._round.round_id:
                     continue  # a round of a worker that was restarted since
                 try:
-                    decisions = [decision_from_wire(item) for item in answer["deltas"]]
+                    chunks = _chunks(answer["deltas"], self.config.decision_chunk)
                 except ValueError as error:  # a bug: the round is lost, the daemon serves on
                     _log.exception("the scheduling process sent a bad decision")
                     reason = f"internal error reading the round: {error}"
                     self._answer_round(self._round.round_id, Status.ERROR, reason, {})
                     continue
                 self._round.answer = answer
-                self._round.chunks = _chunks(decisions, self.config.decision_chunk)
+                self._round.chunks = chunks
             elif kind == b"failed":
                 round_id, reason = msgpack.unpackb(parts[0], raw=False)
                 self._answer_round(round_id, Status.ERROR, f"the round failed: {reason}", {})
@@ -476,7 +488,7 @@ class SchedulingDaemon:
         assert current is not None and current.answer is not None
         answer = current.answer
         if current.chunks:
-            chunk = current.chunks.pop(0)
+            chunk = [decision_from_wire(item) for item in current.chunks.pop(0)]
             try:
                 outcome, record = self.service.apply_decisions(
                     chunk, self.service.clock(_wall_us())
@@ -488,6 +500,11 @@ class SchedulingDaemon:
                 return
             current.outcome.applied.extend(outcome.applied)
             current.outcome.refused.extend(outcome.refused)
+            if record is not None:
+                current.applied.extend(record["deltas"])
+            current.refused.extend(
+                [decision_to_wire(u.decision), u.reason] for u in outcome.refused
+            )
             self._commit([] if record is None else [record])
         if current.chunks:
             return
@@ -495,8 +512,8 @@ class SchedulingDaemon:
         self.rounds += 1
         body = {
             "round": answer["round"],
-            "deltas": [decision_to_wire(d) for d in outcome.applied],
-            "refused": [[decision_to_wire(u.decision), u.reason] for u in outcome.refused],
+            "deltas": current.applied,
+            "refused": current.refused,
             "cost": answer["cost"],
             "algorithm": answer["algorithm"],
             "timings": answer["timings"],
