@@ -470,9 +470,67 @@ def test_chunks_refuse_a_malformed_decision_before_any_is_applied() -> None:
     from firmament_py.service.daemon import _chunks
 
     good = ["place", 1, None, "m"]
-    for bad in (["teleport", 2, None, "m"], ["place", 2, None], ("place", 2, None, "m"), None):
+    for bad in (
+        ["teleport", 2, None, "m"],
+        ["place", 2, None],
+        ("place", 2, None, "m"),
+        None,
+        [["place"], 2, None, "m"],  # an unhashable kind
+    ):
         with pytest.raises(ValueError, match="kind, task, from, to"):
             _chunks([good, bad], 256)
+    for inconsistent in (
+        ["place", 2, "m0", "m1"],
+        ["migrate", 2, "m", "m"],
+        ["preempt", 2, None, None],
+    ):
+        with pytest.raises(ValueError, match="task 2"):
+            _chunks([good, inconsistent], 256)
+    with pytest.raises(ValueError, match="must be a list"):
+        _chunks({"place": 1}, 256)
+
+
+class _AnswerOnce:
+    """Stands in for the socket to the scheduling process: yields one `decided` message."""
+
+    def __init__(self, message: list[bytes]) -> None:
+        self.messages = [message]
+
+    def recv_multipart(self, flags: int = 0) -> list[bytes]:
+        if not self.messages:
+            raise zmq.Again()
+        return self.messages.pop(0)
+
+
+@pytest.mark.parametrize(
+    "deltas",
+    [[["place", 1, "m0", "m1"]], [["migrate", 1, "m0", "m0"]], [[["place"], 1, None, "m0"]]],
+)
+def test_a_bad_decision_loses_its_round_and_nothing_else(tmp_path: Path, deltas: object) -> None:
+    """A scheduling process that sends an impossible decision (a bug) gets its round answered
+    `error`; nothing of the round is applied and the daemon serves on (a reviewer's reproducer:
+    such a decision once escaped the loop and stopped the daemon)."""
+    import msgpack
+
+    from firmament_py.service.daemon import SchedulingDaemon, _Round
+
+    daemon = SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
+    try:
+        seq = daemon.service.seq
+        daemon._round = _Round(1, [], time.monotonic())
+        answer = {"round": 1, "deltas": deltas, "cost": 0, "algorithm": "x", "timings": {}}
+        real = daemon._worker
+        daemon._worker = _AnswerOnce([b"decided", msgpack.packb(answer)])  # type: ignore[assignment]
+        try:
+            daemon._serve_worker()
+        finally:
+            daemon._worker = real
+        assert daemon._round is None  # answered (with an error), not left hanging
+        assert daemon.rounds == 0
+        assert daemon.service.seq == seq
+        daemon.serve_once(0)  # and the loop turns on
+    finally:
+        daemon.close()
 
 
 def test_tasks_and_machines_are_listed_page_by_page(tmp_path: Path) -> None:

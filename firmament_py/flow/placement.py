@@ -367,21 +367,26 @@ class SchedulingDelta(Generic[TaskT, MachineT]):
     to_machine: MachineT | None
 
     def __post_init__(self) -> None:
-        had, has = self.from_machine is not None, self.to_machine is not None
-        expected = {
-            DeltaKind.PLACE: (False, True),
-            DeltaKind.PREEMPT: (True, False),
-            DeltaKind.MIGRATE: (True, True),
-        }[self.kind]
-        if (had, has) != expected:
-            raise ValueError(
-                f"{self.kind.name} of task {self.task!r} cannot go from {self.from_machine!r} "
-                f"to {self.to_machine!r}"
-            )
-        if self.kind is DeltaKind.MIGRATE and self.from_machine == self.to_machine:
-            raise ValueError(
-                f"MIGRATE of task {self.task!r} stays on machine {self.to_machine!r}: not a move"
-            )
+        problem = delta_problem(self.kind, self.task, self.from_machine, self.to_machine)
+        if problem is not None:
+            raise ValueError(problem)
+
+
+_ENDS = {
+    DeltaKind.PLACE: (False, True),
+    DeltaKind.PREEMPT: (True, False),
+    DeltaKind.MIGRATE: (True, True),
+}
+
+
+def delta_problem(kind: DeltaKind, task: object, source: object, target: object) -> str | None:
+    """Why a delta of `kind` from `source` to `target` machine is not a valid change of
+    placement; None if it is (the check `SchedulingDelta` makes, without building one)."""
+    if (source is not None, target is not None) != _ENDS[kind]:
+        return f"{kind.name} of task {task!r} cannot go from {source!r} to {target!r}"
+    if kind is DeltaKind.MIGRATE and source == target:
+        return f"MIGRATE of task {task!r} stays on machine {target!r}: not a move"
+    return None
 
 
 def scheduling_deltas(

@@ -56,8 +56,7 @@ import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
-from firmament_py.flow.placement import DeltaKind
-from firmament_py.scheduler.decisions import DecisionOutcome
+from firmament_py.flow.placement import DeltaKind, delta_problem
 from firmament_py.service.journal import Journal
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
@@ -146,24 +145,35 @@ class _Round:
     chunks: list[list[list[Any]]] = field(default_factory=list)
     """Decisions still to apply, in wire form, a chunk per loop turn (read a chunk at a time:
     reading thousands at once held the loop for 16 ms)."""
-    outcome: DecisionOutcome = field(default_factory=DecisionOutcome)
-    """What the chunks applied so far did."""
     applied: list[list[Any]] = field(default_factory=list)
     """The applied decisions in wire form, for the answer (also written a chunk at a time)."""
     refused: list[list[Any]] = field(default_factory=list)
     """The refused ones with their reasons, in wire form."""
 
 
+_KINDS = {kind.value: kind for kind in DeltaKind}
 _APPLY_ORDER = {DeltaKind.PREEMPT.value: 0, DeltaKind.MIGRATE.value: 1, DeltaKind.PLACE.value: 2}
 
 
-def _chunks(items: list[Any], size: int) -> list[list[list[Any]]]:
+def _chunks(items: Any, size: int) -> list[list[list[Any]]]:
     """Wire decisions in the order `apply_decisions` applies them (preemptions, migrations,
     placements), cut into chunks of `size`; the migrations stay in one chunk, since they are
-    applied as one move. ValueError if an item is not `[kind, task, from, to]`."""
+    applied as one move. ValueError, before anything is applied, if an item is not a valid
+    `[kind, task, from, to]` (checked without building the decisions, which is left to the
+    turns that apply them)."""
+    if not isinstance(items, list):
+        raise ValueError(f"a round's decisions must be a list, got {items!r}")
     for item in items:
-        if not (isinstance(item, list) and len(item) == 4 and item[0] in _APPLY_ORDER):
+        if not (
+            isinstance(item, list)
+            and len(item) == 4
+            and isinstance(item[0], str)
+            and item[0] in _KINDS
+        ):
             raise ValueError(f"a decision must be [kind, task, from, to], got {item!r}")
+        problem = delta_problem(_KINDS[item[0]], item[1], item[2], item[3])
+        if problem is not None:
+            raise ValueError(problem)
     chunks: list[list[list[Any]]] = []
     for kind, group in itertools.groupby(
         sorted(items, key=lambda item: _APPLY_ORDER[item[0]]), key=lambda item: item[0]
@@ -488,8 +498,8 @@ class SchedulingDaemon:
         assert current is not None and current.answer is not None
         answer = current.answer
         if current.chunks:
-            chunk = [decision_from_wire(item) for item in current.chunks.pop(0)]
             try:
+                chunk = [decision_from_wire(item) for item in current.chunks.pop(0)]
                 outcome, record = self.service.apply_decisions(
                     chunk, self.service.clock(_wall_us())
                 )
@@ -498,8 +508,6 @@ class SchedulingDaemon:
                 reason = f"internal error applying the round: {error}"
                 self._answer_round(current.round_id, Status.ERROR, reason, {})
                 return
-            current.outcome.applied.extend(outcome.applied)
-            current.outcome.refused.extend(outcome.refused)
             if record is not None:
                 current.applied.extend(record["deltas"])
             current.refused.extend(
@@ -508,7 +516,6 @@ class SchedulingDaemon:
             self._commit([] if record is None else [record])
         if current.chunks:
             return
-        outcome = current.outcome
         self.rounds += 1
         body = {
             "round": answer["round"],
@@ -521,7 +528,7 @@ class SchedulingDaemon:
             "seq": self.service.seq,
             "round_ms": (time.monotonic() - current.started) * 1000,
         }
-        if self._publisher is not None and outcome.applied:
+        if self._publisher is not None and current.applied:
             self._publisher.send_multipart([b"deltas", _pack(body)])
         self._answer_round(answer["round"], Status.OK, "", body)
 
