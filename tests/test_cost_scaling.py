@@ -53,8 +53,8 @@ def test_global_update_keeps_the_pseudoflow_epsilon_optimal(
 ) -> None:
     """From any eps-optimal pseudoflow, a global update that succeeds leaves it eps-optimal.
 
-    (Until the updates finished the level they stopped at, nodes left in that level's bucket
-    were raised one step too far, leaving arcs at -2 eps.)"""
+    (Nodes left unsettled were raised to one step beyond the level the search stopped at, though
+    some were still queued at that level: that left arcs at -2 eps.)"""
     solver = CostScalingSolver()
     solver.load(spec.build().snapshot())
     a = solver.network.arrays

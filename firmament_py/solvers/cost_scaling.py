@@ -2,13 +2,15 @@
 
 Costs are multiplied by a power of two `scale` above the node count, so that 1-optimality of the
 scaled problem is exact optimality. Each phase divides epsilon by `alpha` (Firmament tuned 9,
-Quincy's cs2 used 2) and *refines*: every arc with a negative reduced cost is saturated, then
+Quincy's cs2 used 2) and *refines*: arcs with too negative a reduced cost are saturated, then
 nodes with excess push along admissible arcs (negative reduced cost) and are relabelled when they
 have none. Global price updates (a bucket-based Dijkstra from the deficit nodes, backwards) reset
-prices to distances. From scratch they cost more than they save on scheduling graphs, so they run
-only on warm starts, where epsilon restarts small and excess may need paths far dearer than the
-prices allow; from scratch a phase checks every so often that all excess can still reach a
-deficit, which is how infeasibility shows.
+prices to distances. Two schemes, each the faster where it is used: from scratch, OR-Tools'
+(every negative arc saturated, active nodes in a stack, no global updates: they cost more than
+they save on scheduling graphs, and a phase only checks every so often that all excess can still
+reach a deficit, which is how infeasibility shows); on warm starts, cs2's (arcs below -epsilon
+saturated, a FIFO queue, global updates), where epsilon restarts small and excess may need
+paths far dearer than the prices allow.
 
 Incremental use (Firmament section 5.2, 6.2): the network keeps flow and scaled prices between
 solves; before a batch is applied, price refinement brings the prices to an exact complementary
@@ -84,9 +86,7 @@ def _global_update(
     clipped = False
     level = 0
     while level <= top and active > 0:
-        # The level is finished even once all excess is settled, so that every node left
-        # unsettled lies at distance `level + 1` or beyond.
-        while bfirst[level] >= 0:
+        while bfirst[level] >= 0 and active > 0:
             u = bfirst[level]
             nxt = bnext[u]
             bfirst[level] = nxt
@@ -142,9 +142,11 @@ def _global_update(
         for d in range(min(top + 1, nb)):
             bfirst[d] = -1
         return _global_update_exact(net, eps, scale, dist, bnext, bprev, settled)
-    # Unsettled nodes (queued at a later level, or never reached) sit at distance `level + 1`
-    # or beyond; giving them all `level + 1` keeps every arc epsilon-optimal.
-    far = level + 1
+    # Unsettled nodes (still queued, possibly at this very level, or never reached) sit at
+    # distance `level` or beyond; giving them all `level` keeps every arc epsilon-optimal.
+    # (`level + 1`, as here until a reviewer found it, left arcs at -2 eps when the search
+    # stopped with nodes still queued at `level`.)
+    far = level
     for v in range(n):
         if not net.alive[v]:
             continue
@@ -183,8 +185,7 @@ def _global_update_exact(
                 dist[v] = 0
                 size = kernels.heap_push(keys, nodes, pos, size, v, 0)
     last = 0
-    # As in `_global_update`, the last distance is finished even once all excess is settled.
-    while size > 0 and (active > 0 or keys[0] == last):
+    while size > 0 and active > 0:
         u, du, size = kernels.heap_pop(keys, nodes, pos, size)
         last = du
         if net.excess[u] > 0:
@@ -207,8 +208,8 @@ def _global_update_exact(
                 size = kernels.heap_push(keys, nodes, pos, size, x, nd)
     if active > 0:
         return False
-    # As in `_global_update`: nodes not popped lie at distance `last + 1` or beyond.
-    far = last + 1
+    # As in `_global_update`: nodes not popped lie at distance `last` or beyond.
+    far = last
     for v in range(n):
         if net.alive[v]:
             net.price[v] += eps * (dist[v] if pos[v] == -2 else far)
@@ -326,15 +327,18 @@ def _refine(
 ) -> int:  # pragma: no cover - compiled
     """One phase: make the flow eps-optimal (see the module docstring); returns a status.
 
-    The phase starts as OR-Tools' does: every residual arc with a negative reduced cost is
-    saturated, so no arc is admissible until its tail is relabelled and every current-arc
-    pointer can start at the end of its list (a hub's first discharge does not scan 10^5 arcs
-    to find nothing). Active nodes are discharged last in, first out. With `updates` a global
-    price update runs at the start and every `update_every` relabels; without, every
-    `update_every` relabels only a check that every excess can still reach a deficit
-    (infeasibility shows no other way).
+    Without `updates` (OR-Tools' scheme, used from scratch): every residual arc with a negative
+    reduced cost is saturated, so no arc is admissible until its tail is relabelled and every
+    current-arc pointer can start at the end of its list (a hub's first discharge does not scan
+    10^5 arcs to find nothing); active nodes are discharged last in, first out; and every
+    `update_every` relabels a check that every excess can still reach a deficit (infeasibility
+    shows no other way). With `updates` (cs2's scheme, used on warm starts): arcs below -eps are
+    saturated, active nodes are taken first in, first out, and a global price update runs at
+    the start and every `update_every` relabels. Each scheme was the faster one where it is
+    used (docs/benchmarks.md).
     """
     n = len(net.first)
+    floor = -eps if updates else 0
     # Make the pseudoflow eps-optimal.
     for v in range(n):
         if not net.alive[v]:
@@ -345,15 +349,18 @@ def _refine(
             r = net.rescap[s]
             if r > 0:
                 w = net.head[s]
-                if net.cost[s] * scale - pv + net.price[w] < 0:
+                if net.cost[s] * scale - pv + net.price[w] < floor:
                     net.rescap[s] = 0
                     net.rescap[net.mate[s]] += r
                     net.excess[v] -= r
                     net.excess[w] += r
                     stats[_SATURATED] += 1
-    qsize = 0  # active nodes, a stack: queue[:qsize]
+    # Active nodes: a ring queue[qhead:qhead + qsize] (FIFO) with updates, else a stack
+    # queue[:qsize] (qhead stays 0).
+    qhead = 0
+    qsize = 0
     for v in range(n):
-        cur[v] = net.first[v] + net.deg[v]
+        cur[v] = net.first[v] if updates else net.first[v] + net.deg[v]
         if net.alive[v] and net.excess[v] > 0:
             queue[qsize] = v
             qsize += 1
@@ -364,7 +371,7 @@ def _refine(
         stats[_UPDATES] += 1
         if not _global_update(net, eps, scale, dist, bfirst, bnext, bprev, settled):
             for i in range(qsize):
-                inq[queue[i]] = 0
+                inq[queue[(qhead + i) % n]] = 0
             return _INFEASIBLE
         for u in range(n):
             cur[u] = net.first[u]
@@ -374,8 +381,14 @@ def _refine(
     relabel_cap = 16 * n * n + 1_000_000
     relabels = 0
     while qsize > 0:
+        if updates:
+            v = queue[qhead]
+            qhead += 1
+            if qhead == n:
+                qhead = 0
+        else:
+            v = queue[qsize - 1]
         qsize -= 1
-        v = queue[qsize]
         inq[v] = 0
         while net.excess[v] > 0:
             end = net.first[v] + net.deg[v]
@@ -408,7 +421,10 @@ def _refine(
                         stats[_PUSHES] += 1
                         if ew + d > 0 and inq[w] == 0:
                             inq[w] = 1
-                            queue[qsize] = w
+                            tail = qhead + qsize
+                            if tail >= n:
+                                tail -= n
+                            queue[tail] = w
                             qsize += 1
                         if net.excess[v] == 0:
                             break
@@ -418,12 +434,12 @@ def _refine(
                 break
             if not _relabel(net, v, eps, scale, cur, stats):
                 for i in range(qsize):
-                    inq[queue[i]] = 0
+                    inq[queue[(qhead + i) % n]] = 0
                 return _INFEASIBLE
             relabels += 1
             if relabels > relabel_cap:
                 for i in range(qsize):
-                    inq[queue[i]] = 0
+                    inq[queue[(qhead + i) % n]] = 0
                 return _STUCK
             since_update += 1
             if update_every > 0 and since_update >= update_every:
@@ -439,14 +455,14 @@ def _refine(
                     feasible = _all_excess_reaches_deficit(net, dist, settled)
                 if not feasible:
                     for i in range(qsize):
-                        inq[queue[i]] = 0
+                        inq[queue[(qhead + i) % n]] = 0
                     return _INFEASIBLE
         work += 1
         if work >= 256:
             work = 0
             if kernels.is_cancelled(cancel):
                 for i in range(qsize):
-                    inq[queue[i]] = 0
+                    inq[queue[(qhead + i) % n]] = 0
                 return _CANCELLED
     return _OK
 
