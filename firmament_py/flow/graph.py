@@ -673,17 +673,7 @@ class FlowGraph:
         `v` and values within the limits; only the self-loop is still refused."""
         if u == v:
             raise FlowGraphError(f"self-loop on node {u}: arcs must join two distinct nodes")
-        # `_claim_arc_id(None)`, inlined.
-        free, alive = self._free_arcs, self._m_arc_alive
-        while free:
-            k = free.pop()
-            if not alive[k]:
-                break
-        else:
-            k = self._arc_top
-            if k >= len(alive):
-                self._ensure_arcs(k + 1)
-            self._arc_top = k + 1
+        k = self._free_arc_id()
         self._place_arc(k, u, v, lower, capacity, cost, kind)
         return k
 
@@ -859,24 +849,30 @@ class FlowGraph:
         self._node_top = max(self._node_top, v + 1)
         return v
 
+    def _free_arc_id(self) -> int:
+        """An unused arc id, claimed: the last one freed, or the next above the top."""
+        free, alive = self._free_arcs, self._m_arc_alive
+        while free:
+            k = free.pop()
+            if not alive[k]:
+                return k
+        k = self._arc_top
+        self._ensure_arcs(k + 1)
+        self._arc_top = k + 1
+        return k
+
     def _claim_arc_id(self, arc: SupportsIndex | None) -> int:
         if arc is None:
-            free, alive = self._free_arcs, self._m_arc_alive
-            while free:
-                k = free.pop()
-                if not alive[k]:
-                    return k
-            k = self._arc_top
-        else:
-            k = check_index(arc, "arc id")
-            if k < 0:
-                raise FlowGraphError(f"arc ids start at 0, got {k}")
-            if k >= MAX_ID:
-                raise FlowGraphError(f"arc id {k} exceeds the limit of {MAX_ID - 1}")
-            if k < self._arc_top and self._arc_alive[k]:
-                raise FlowGraphError(f"arc {k} already exists")
-            if k >= self._arc_top:
-                self._free_arcs.extend(range(k - 1, self._arc_top - 1, -1))
+            return self._free_arc_id()
+        k = check_index(arc, "arc id")
+        if k < 0:
+            raise FlowGraphError(f"arc ids start at 0, got {k}")
+        if k >= MAX_ID:
+            raise FlowGraphError(f"arc id {k} exceeds the limit of {MAX_ID - 1}")
+        if k < self._arc_top and self._arc_alive[k]:
+            raise FlowGraphError(f"arc {k} already exists")
+        if k >= self._arc_top:
+            self._free_arcs.extend(range(k - 1, self._arc_top - 1, -1))
         self._ensure_arcs(k + 1)
         self._arc_top = max(self._arc_top, k + 1)
         return k
