@@ -108,14 +108,14 @@ class FlowSolver(ABC):
         self.network.clear_work()
         elapsed = time.perf_counter() - start
         try:
-            cost = self.network.cost()
+            flow, cost = self.network.flows_and_cost()
         except OverflowError:
             raise SolverError(
                 "the optimal flow's cost does not fit in 64 bits (costs times flows are too large)"
             ) from None
         return SolveResult(
             cost=cost,
-            flow=self.network.flows(),
+            flow=flow,
             potentials=self.potentials(),
             algorithm=self.algorithm,
             wall_time=elapsed,

@@ -452,14 +452,6 @@ def compact_into(old: ResidualArrays, new: ResidualArrays) -> None:  # pragma: n
 
 
 @kernel
-def flows_by_arc(net: ResidualArrays, out: Int64Array) -> None:  # pragma: no cover
-    """out[k] = flow on arc k (0 for arc ids not in the network)."""
-    for k in range(len(out)):
-        s = net.fwd[k] if k < len(net.fwd) else -1
-        out[k] = 0 if s < 0 else net.low[k] + net.paircap[s] - net.rescap[s]
-
-
-@kernel
 def load_flows(net: ResidualArrays, flow: Int64Array) -> None:  # pragma: no cover
     """Load a flow by arc id (clipped to the arcs' bounds) and recompute every excess."""
     for v in range(len(net.first)):
@@ -480,24 +472,30 @@ def load_flows(net: ResidualArrays, flow: Int64Array) -> None:  # pragma: no cov
 
 
 @kernel
-def total_cost(net: ResidualArrays) -> tuple[int, bool]:  # pragma: no cover
-    """Cost of the current flow, and False if it does not fit in int64."""
+def flows_and_cost(net: ResidualArrays, out: Int64Array) -> tuple[int, bool]:  # pragma: no cover
+    """out[k] = flow on arc k for every arc id (0 for ids not in use; `out` is as long as
+    `net.fwd`); returns the flow's cost, and False if it does not fit in int64. One pass: on
+    S90 each walk of the arcs costs about 6 ms."""
     limit = 2**62
     total = 0
-    for k in range(len(net.fwd)):
+    fits = True
+    for k in range(len(out)):
         sf = net.fwd[k]
         if sf < 0:
+            out[k] = 0
             continue
         f = net.low[k] + net.paircap[sf] - net.rescap[sf]
-        if f == 0:
+        out[k] = f
+        if f == 0 or not fits:
             continue
         c = net.cost[sf]
         if c != 0 and abs(c) > limit // f:
-            return 0, False
+            fits = False
+            continue
         total += c * f
         if abs(total) > limit:
-            return 0, False
-    return total, True
+            fits = False
+    return total, fits
 
 
 @kernel
@@ -650,10 +648,14 @@ class ResidualNetwork:
     def arc_bound(self) -> int:
         return len(self.arrays.fwd)
 
-    def flows(self, size: int | None = None) -> Int64Array:
-        out = np.zeros(self.arc_bound if size is None else size, dtype=np.int64)
-        flows_by_arc(self.arrays, out)
-        return out
+    def flows_and_cost(self) -> tuple[Int64Array, int]:
+        """The flow on every arc id below the id bound, and the flow's cost; OverflowError if
+        that cost does not fit in 64 bits."""
+        out = np.empty(self.arc_bound, dtype=np.int64)
+        value, fits = flows_and_cost(self.arrays, out)
+        if not fits:
+            raise OverflowError("the cost of this flow does not fit in 64 bits")
+        return out, int(value)
 
     def set_flows(self, flow: Int64Array) -> None:
         """Replace every arc's flow (clipped to its bounds); excesses follow."""
@@ -665,12 +667,6 @@ class ResidualNetwork:
         n = min(len(out), len(a.price))
         out[:n] = np.where(a.alive[:n] == 1, a.price[:n], 0)
         return out
-
-    def cost(self) -> int:
-        value, fits = total_cost(self.arrays)
-        if not fits:
-            raise OverflowError("the cost of this flow does not fit in 64 bits")
-        return int(value)
 
     def live_nodes(self) -> int:
         return int(self.arrays.meta[LIVE_NODES])
