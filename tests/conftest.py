@@ -35,6 +35,8 @@ SOLVERS: dict[str, Callable[[], FlowSolver]] = {
     # Trees of more than one or three members go to blocking-flow sweeps and Dijkstra raises.
     "relax-sweeps": lambda: RelaxationSolver(tree_limit=1),
     "relax-incremental-sweeps": lambda: RelaxationSolver(incremental=True, tree_limit=3),
+    # The same sweeps, repriced backwards from the deficits (small graphs reprice forwards).
+    "relax-sweeps-backward": lambda: RelaxationSolver(tree_limit=1, forward_reprice=0),
     "cost-scaling": CostScalingSolver,
     "cost-scaling-alpha2": lambda: CostScalingSolver(alpha=2),
     "cost-scaling-global-updates": lambda: CostScalingSolver(global_updates=True),

@@ -37,6 +37,7 @@ from firmament_py.solvers.base import (
 )
 from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.optimality import OptimalityError, verify
+from firmament_py.solvers.relaxation import RelaxationSolver
 from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
 
 from .conftest import SOLVERS, GraphSpec, graph_specs, networkx_cost, ortools_cost
@@ -49,6 +50,7 @@ ALGORITHM = {
     "relax-no-prioritisation": "relaxation",
     "relax-sweeps": "relaxation",
     "relax-incremental-sweeps": "relaxation",
+    "relax-sweeps-backward": "relaxation",
     "cost-scaling": "cost-scaling",
     "cost-scaling-alpha2": "cost-scaling",
     "cost-scaling-global-updates": "cost-scaling",
@@ -402,6 +404,29 @@ def test_infeasible_beyond_the_tree_limit_ends(name: str, case: int) -> None:
     assert ortools_cost(g) is None
     with pytest.raises(InfeasibleError):
         SOLVERS[name]().solve_graph(g)
+
+
+@pytest.mark.parametrize("forward_reprice", [0, 64, 10**9])
+def test_relaxation_reprices_both_ways_to_the_same_optimum(forward_reprice: int) -> None:
+    # Trees of one member defer every waiting task; the repricing between sweeps searches
+    # backwards while more than `forward_reprice` surplus nodes are left, forwards after.
+    graph = ClusterGraph(ClusterSpec(machines=30, running=0.8, waiting=400, seed=5)).graph
+    result = RelaxationSolver(tree_limit=1, forward_reprice=forward_reprice).solve_graph(graph)
+    assert result.cost == ortools_cost(graph)
+    verify(graph, result)
+    dijkstras, forward = result.stats["dijkstras"], result.stats["dijkstras_forward"]
+    assert dijkstras > 0
+    if forward_reprice == 0:
+        assert forward == 0
+    elif forward_reprice == 64:
+        assert 0 < forward < dijkstras
+    else:
+        assert forward == dijkstras
+
+
+def test_relaxation_refuses_a_negative_forward_reprice() -> None:
+    with pytest.raises(ValueError, match="forward_reprice"):
+        RelaxationSolver(forward_reprice=-1)
 
 
 @pytest.mark.parametrize("seed", range(3))
