@@ -329,7 +329,7 @@ def inject_during_solve(scheduler: Scheduler, events: Sequence[ClusterEvent]) ->
 
 def test_events_during_a_round_are_queued_and_moot_decisions_skipped() -> None:
     with Scheduler(Plain()) as s:
-        feed(s, [machine("m0", slots=1), machine("m1", slots=1), task(1), task(2), task(3)])
+        feed(s, [machine("m0", slots=1), machine("m1", slots=1), task(1), task(2)])
         inject_during_solve(
             s,
             [

@@ -31,6 +31,7 @@ from firmament_py.parent_death import die_with_parent
 from firmament_py.scheduler import Scheduler
 from firmament_py.service.protocol import decision_to_wire
 from firmament_py.service.state import ReplayError, replay
+from firmament_py.solvers.warmup import warm_up
 
 __all__ = ["run_worker"]
 
@@ -61,6 +62,8 @@ def run_worker(endpoint: str, daemon_pid: int | None = None) -> None:
                 if scheduler is not None:
                     scheduler.close()
                 options = pickle.loads(parts[1])
+                # Kernels load (or compile) now, not in the first round (`solvers.warmup`).
+                warm_up(options["solver"], options["solver_options"])
                 scheduler = Scheduler(
                     options["policy"],
                     solver=options["solver"],

@@ -76,6 +76,7 @@ from firmament_py.sim.synthetic import PRESETS, SyntheticSpec, preset, single_jo
 from firmament_py.sim.workload import TaskArrival, WorkloadItem
 from firmament_py.solvers.base import FlowSolver
 from firmament_py.solvers.registry import make_solver
+from firmament_py.solvers.warmup import warm_up
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -109,17 +110,10 @@ their name with its defaults."""
 
 
 def _warm_up(algorithms: Iterable[str]) -> None:
-    """Solve a tiny graph with each algorithm first, so that loading the compiled kernels (or
-    compiling them, on a cold cache) is not timed."""
+    """Take each algorithm through a round first, so that loading the compiled kernels (or
+    compiling them, on a cold cache) is not timed (a race's workers warm up as they start)."""
     for series in algorithms:
-        if series == "race":
-            continue  # a race's workers warm up as they start
-        graph = ClusterGraph(ClusterSpec(machines=4, slots_per_machine=2, waiting=4, seed=0))
-        solver = _solver(series)
-        try:
-            solver.solve_graph(graph.graph)
-        finally:
-            solver.close()
+        warm_up(*_solver_and_options(series))
 
 
 def _solver_and_options(series: str) -> tuple[str, dict[str, Any]]:

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from firmament_py.flow.graph import FlowGraph
 from firmament_py.parent_death import die_with_parent
 from firmament_py.solvers.base import (
     FlowSolver,
@@ -41,18 +40,6 @@ ERRORS: dict[str, type[SolverError]] = {
     "cancelled": SolverCancelled,
     "error": SolverError,
 }
-
-
-def _warm_up(algorithm: str, options: Mapping[str, Any]) -> None:
-    """Compile (or load from the cache) the solver's kernels on a tiny problem."""
-    graph = FlowGraph()
-    a = graph.add_node(supply=1)
-    b = graph.add_node(supply=-1)
-    graph.add_arc(a, b, capacity=1, cost=1)
-    solver = make_solver_from_options(algorithm, options)
-    solver.solve_graph(graph)
-    graph.add_arc(b, a, capacity=1, cost=1)
-    solver.solve_graph(graph)
 
 
 def make_solver_from_options(algorithm: str, options: Mapping[str, Any]) -> FlowSolver:
@@ -114,7 +101,9 @@ def worker_main(argv: list[str]) -> None:
     conn = mpc.Connection(pipe_fd)
     flag_map = mmap.mmap(flag_fd, FLAG_BYTES)
     flag: Int64Array = np.frombuffer(flag_map, dtype=np.int64)
-    _warm_up(algorithm, options)
+    from firmament_py.solvers.warmup import warm_up  # here: it imports the registry
+
+    warm_up(algorithm, options)
     solver = make_solver_from_options(algorithm, options)
     solver.use_cancel_flag(flag)
     base: Int64Array = np.zeros(0, dtype=np.int64)  # the last flow the parent knows we hold

@@ -1,0 +1,68 @@
+"""`solvers.warmup`: a warmed-up solver has every kernel of a round loaded before the round.
+
+Each check runs in a fresh interpreter: in this one, earlier tests have loaded the kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from firmament_py.solvers.warmup import warm_up
+
+# A fresh interpreter: optionally warm up, then report which kernels numba has loaded.
+_PROBE = """
+import json, sys
+from firmament_py.solvers import cost_scaling, kernels, relaxation
+from firmament_py.solvers.warmup import warm_up
+algorithm, options, warm = json.loads(sys.argv[1])
+if warm:
+    warm_up(algorithm, options)
+names = {
+    "relaxation": [
+        (relaxation, "_relax"),
+        (relaxation, "_route_balanced"),
+        (relaxation, "_price_by_distance_to_deficit"),
+        (relaxation, "_price_by_distance_from_surplus"),
+        (kernels, "seed_fresh_prices"),
+    ],
+    "cost-scaling": [(cost_scaling, "_refine"), (kernels, "price_refine")],
+}[algorithm]
+print(json.dumps({name: bool(getattr(module, name).signatures) for module, name in names}))
+"""
+
+
+def _loaded(algorithm: str, options: dict[str, object], warm: bool) -> dict[str, bool]:
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE, json.dumps([algorithm, options, warm])],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    result: dict[str, bool] = json.loads(out.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "options"),
+    [("relaxation", {"incremental": True}), ("cost-scaling", {})],
+)
+def test_warm_up_loads_every_kernel_of_a_round(algorithm: str, options: dict[str, object]) -> None:
+    assert not any(_loaded(algorithm, options, warm=False).values())  # the probe can tell
+    assert all(_loaded(algorithm, options, warm=True).values())
+
+
+@pytest.mark.parametrize("algorithm", ["race", "ssp", "relax"])
+def test_warm_up_accepts_every_solver_name(algorithm: str) -> None:
+    warm_up(algorithm)  # a race leaves it to its workers; aliases are known
+
+
+def test_warm_up_refuses_unknown_solvers_and_options() -> None:
+    with pytest.raises(ValueError, match="unknown solver"):
+        warm_up("simplex")
+    with pytest.raises(ValueError, match="bad options"):
+        warm_up("relaxation", {"tree_limt": 5})
