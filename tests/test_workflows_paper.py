@@ -316,6 +316,18 @@ def test_every_algorithm_is_valid_and_never_beats_the_optimum(
         assert ratio(schedule) >= 1 - 1e-9
 
 
+def test_list_replay_runs_a_parent_of_no_duration_before_its_child() -> None:
+    # Found by the property above: t2 takes no time and sends no data to t3, so both are
+    # planned to start at 1, t3 on machine 0 and t2 on machine 1; ordered by start and machine
+    # alone, t3 was replayed first and started at 0, before its parent had run.
+    workflow = Workflow.build(
+        [("t0", 0.0), ("t1", 1.0), ("t2", 0.0), ("t3", 0.0), ("t4", 0.0)],
+        [("t1", "t2", 1.0), ("t2", "t3", 0.0)],
+    )
+    schedule = schedule_workflow(workflow, Platform.links(2), "list")  # validated
+    assert schedule.runs["t3"].start >= schedule.runs["t2"].end == 1.0
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     st.sampled_from([*WORKFLOW_TYPES, "mixed"]),

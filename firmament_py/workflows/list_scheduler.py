@@ -121,8 +121,7 @@ def bandwidth_replay(
     (a schedule made as if bandwidth were unlimited), executed with limited bandwidth."""
     check_instance(workflow, platform)
     n = workflow.n
-    # The run's order: by planned start, then machine (the order Algorithm 1 allocated them).
-    order = sorted(range(n), key=lambda v: (planned[v], machine[v]))
+    order = _run_order(workflow, machine, planned)
     position = {v: i for i, v in enumerate(workflow.topological)}
     network_free = [0.0] * len(platform.network_machines)
     cpu_free = [0.0] * platform.m
@@ -155,3 +154,23 @@ def bandwidth_replay(
         cpu_free[p] = end[v]
     runs = {names[v]: TaskRun(names[v], machine[v], start[v], end[v]) for v in range(n)}
     return Schedule(algorithm, workflow, platform, runs, transfers)
+
+
+def _run_order(workflow: Workflow, machine: Sequence[int], planned: Sequence[float]) -> list[int]:
+    """The run's order: by planned start, then machine (the order Algorithm 1 allocated them),
+    but never a task before one of its parents. A parent of no duration whose data needs no
+    time starts when its child does, possibly on a machine of a higher number; sorted by start
+    and machine alone, the child would then be executed first, before its parent's end is
+    known (a case hypothesis found)."""
+    missing = [len(workflow.parents[v]) for v in range(workflow.n)]
+    ready = [(planned[v], machine[v], v) for v in range(workflow.n) if missing[v] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, _, v = heapq.heappop(ready)
+        order.append(v)
+        for child, _ in workflow.children[v]:
+            missing[child] -= 1
+            if missing[child] == 0:
+                heapq.heappush(ready, (planned[child], machine[child], child))
+    return order
