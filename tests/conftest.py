@@ -44,6 +44,7 @@ SOLVERS: dict[str, Callable[[], FlowSolver]] = {
     # call a feasible problem infeasible.
     "cost-scaling-frequent-checks": lambda: CostScalingSolver(check_factor=0.0),
     "cost-scaling-no-global-updates": lambda: CostScalingSolver(global_updates=False),
+    "cost-scaling-largest-change": lambda: CostScalingSolver(warm_epsilon="largest-change"),
 }
 
 

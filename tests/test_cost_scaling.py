@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from firmament_py.flow.graph import FlowGraph
+from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import kernels
 from firmament_py.solvers.base import InfeasibleError
 from firmament_py.solvers.cost_scaling import (
@@ -18,7 +19,7 @@ from firmament_py.solvers.cost_scaling import (
 )
 from firmament_py.solvers.network import ResidualArrays
 
-from .conftest import GraphSpec, graph_specs
+from .conftest import GraphSpec, graph_specs, ortools_cost
 
 
 def worst_reduced_cost(a: ResidualArrays) -> int:
@@ -114,3 +115,24 @@ def test_update_and_check_factors_must_not_be_negative() -> None:
         CostScalingSolver(check_factor=-1.0)
     with pytest.raises(ValueError, match="update_factor"):
         CostScalingSolver(update_factor=-0.5)
+
+
+def test_warm_epsilon_must_be_a_known_rule() -> None:
+    with pytest.raises(ValueError, match="warm_epsilon"):
+        CostScalingSolver(warm_epsilon="largest")
+
+
+def test_warm_epsilon_restarts_at_the_violation_unless_told_otherwise() -> None:
+    # A job arriving at a solved cluster (Figure 9's case): its arcs carry nearly the largest
+    # cost, but seeded prices leave them violated by less, so the default restarts lower and
+    # runs fewer phases to the same optimum.
+    phases = {}
+    for rule in ("violation", "largest-change"):
+        cluster = ClusterGraph(ClusterSpec(machines=20, shape="load-spreading", seed=3))
+        solver = CostScalingSolver(warm_epsilon=rule)
+        solver.solve_graph(cluster.graph)
+        cluster.submit_job(100)
+        result = solver.solve_graph(cluster.graph)
+        assert result.cost == ortools_cost(cluster.graph)
+        phases[rule] = result.stats["phases"]
+    assert phases["violation"] < phases["largest-change"]

@@ -56,6 +56,7 @@ ALGORITHM = {
     "cost-scaling-global-updates": "cost-scaling",
     "cost-scaling-frequent-checks": "cost-scaling",
     "cost-scaling-no-global-updates": "cost-scaling",
+    "cost-scaling-largest-change": "cost-scaling",
 }
 
 

@@ -15,7 +15,8 @@ paths far dearer than the prices allow.
 Incremental use (Firmament section 5.2, 6.2): the network keeps flow and scaled prices between
 solves; before a batch is applied, price refinement brings the prices to an exact complementary
 slackness certificate for the previous optimum, so that after the batch only the changed arcs
-violate optimality and epsilon restarts at the worst violation instead of at the largest cost.
+violate optimality and epsilon restarts at the worst violation instead of at the largest cost
+(Firmament restarts at no less than the largest cost change: `warm_epsilon`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from firmament_py.solvers.kernels import INF
 from firmament_py.solvers.network import ResidualArrays, max_abs_cost
 
 Int64Array = npt.NDArray[np.int64]
+
+# Where epsilon restarts on a warm start: at the worst reduced-cost violation the batch left, or
+# at least at the largest cost change in it, as Firmament does.
+WARM_EPSILON_RULES = ("violation", "largest-change")
 
 _OK = 0
 _INFEASIBLE = 1
@@ -494,6 +499,9 @@ class CostScalingSolver(FlowSolver):
     (each at the start of every phase and every `update_factor * n + 30` relabels), False
     never (a warm start may then crawl, see docs/solvers.md). Solves without them check every
     `check_factor * n + 30` relabels that all excess can still reach a deficit (n: live nodes).
+    `warm_epsilon`: "violation" (the default) restarts epsilon on a warm start at the worst
+    reduced-cost violation; "largest-change" at no less than the largest cost change in the
+    batches since the last solve (Firmament's rule).
     """
 
     algorithm = "cost-scaling"
@@ -508,10 +516,15 @@ class CostScalingSolver(FlowSolver):
         lookahead: bool = True,
         update_factor: float = 1.0,
         check_factor: float = 8.0,
+        warm_epsilon: str = "violation",
     ) -> None:
         super().__init__()
         if alpha < 2:
             raise ValueError(f"alpha must be at least 2, got {alpha}")
+        if warm_epsilon not in WARM_EPSILON_RULES:
+            raise ValueError(
+                f"warm_epsilon must be one of {', '.join(WARM_EPSILON_RULES)}, got {warm_epsilon!r}"
+            )
         if update_factor < 0 or check_factor < 0:
             raise ValueError(
                 f"update_factor and check_factor must be >= 0, got {update_factor}, {check_factor}"
@@ -523,6 +536,7 @@ class CostScalingSolver(FlowSolver):
         self.lookahead = lookahead
         self.update_factor = update_factor
         self.check_factor = check_factor
+        self.warm_epsilon = warm_epsilon
         self._scale = 1
         self._fresh = True
         self._work: list[Int64Array] = []
@@ -613,11 +627,14 @@ class CostScalingSolver(FlowSolver):
             self.network.set_flows(np.zeros(self.network.arc_bound, dtype=np.int64))
             eps = max(1, max_cost * scale)
         else:
-            # Epsilon restarts at the costliest changed arc (Firmament section 6.2): new supply
-            # may need paths that expensive, which a smaller epsilon would crawl towards.
+            # Epsilon restarts at the worst violation, or (Firmament section 6.2) at least at
+            # the costliest changed arc: new supply may need paths that expensive. Global
+            # updates keep a small epsilon from crawling towards them, and the violation alone
+            # was faster on every warm start measured (docs/solvers.md).
             kernels.seed_fresh_prices(a, scale)
-            violation = int(kernels.worst_violation(a, scale, False))
-            eps = max(1, violation, self._max_change * scale)
+            eps = max(1, int(kernels.worst_violation(a, scale, False)))
+            if self.warm_epsilon == "largest-change":
+                eps = max(eps, self._max_change * scale)
         self._max_change = 0
         # Global updates (see `global_updates`): on warm starts by default, where a small
         # epsilon would otherwise crawl towards paths far dearer than the prices allow; from
