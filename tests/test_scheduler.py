@@ -334,22 +334,26 @@ def test_events_during_a_round_are_queued_and_moot_decisions_skipped() -> None:
             s,
             [
                 TaskRemoved(time=SECOND, task_id=1),
+                MachineRemoved(time=SECOND, machine_id="m0"),
                 MachineRemoved(time=SECOND, machine_id="m1"),
                 TaskCompleted(time=SECOND, task_id=42),  # unknown: rejected, not a crash
             ],
         )
         result = s.run_round()
-        # Tasks 1 and 2 were placed (on m0 and m1, in some order); task 1 is gone and m1 too.
+        # Both tasks were placed, one on each machine (which on which is a tie); task 1 and
+        # both machines are gone by the time the round ends, so neither placement is made.
         skipped = {d.decision.task: d.reason for d in result.skipped}
-        assert 1 in skipped and "TaskRemoved" in skipped[1]
-        assert all(d.to_machine != "m1" for d in result.deltas)
-        assert 1 not in s.state.tasks and "m1" not in s.state.machines
+        assert "TaskRemoved" in skipped[1] and "MachineRemoved" in skipped[2]
+        assert not result.deltas
+        assert 1 not in s.state.tasks and not s.state.machines
+        assert s.state.tasks[2].machine_id is None
         (rejected,) = result.rejected_events
         assert rejected.event.task_id == 42  # type: ignore[union-attr]
         assert "unknown task 42" in rejected.reason
         check_consistent(s)
+        feed(s, [machine("m2", time=2 * SECOND)])
         after = s.run_round()
-        assert s.state.tasks[2].machine_id == "m0" or s.state.tasks[3].machine_id == "m0"
+        assert s.state.tasks[2].machine_id == "m2"
         assert not after.refused
         check_consistent(s)
 

@@ -602,10 +602,14 @@ class CostScalingSolver(FlowSolver):
         n = len(a.first)
         self._rescale()
         scale = self._scale
+        # Budgets and bounds count live nodes, not the arrays' length: a network keeps room to
+        # grow, and the solve must not depend on how much (LS50 from scratch relabelled 9% more
+        # when the price refine's budget followed a quarter more room).
+        live = self.network.live_nodes()
         max_cost = int(max_abs_cost(a))
-        if max_cost * scale * 8 * (n + 1) >= 2**62:
+        if max_cost * scale * 8 * (live + 1) >= 2**62:
             raise SolverError(
-                f"costs up to {max_cost} on {n} nodes overflow cost scaling's 64-bit prices; "
+                f"costs up to {max_cost} on {live} nodes overflow cost scaling's 64-bit prices; "
                 "use relaxation or successive shortest path"
             )
         if not self._work or len(self._work[0]) != n:  # the kernels expect exactly n
@@ -641,10 +645,6 @@ class CostScalingSolver(FlowSolver):
         # scratch a feasibility check every check_factor * n relabels instead.
         updates = self.global_updates if self.global_updates is not None else not fresh
         factor = self.update_factor if updates else self.check_factor
-        # Budgets count live nodes, not the arrays' length: a network keeps room to grow, and
-        # the solve must not depend on how much (LS50 from scratch relabelled 9% more when the
-        # price refine's budget followed a quarter more room).
-        live = self.network.live_nodes()
         update_every = int(factor * live) + 30
         status = _OK
         while True:
