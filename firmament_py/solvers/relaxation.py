@@ -735,11 +735,12 @@ class RelaxationSolver(FlowSolver):
                 status = _CANCELLED
                 break
             stats[_ROUTED] += routed
-            if kernels.excess_free(a):
+            surplus = _surplus_nodes(a)
+            if surplus == 0:  # supplies sum to zero (checked), so no deficit is left either
                 break
             stats[_DIJKSTRAS] += 1
             reprice = _price_by_distance_to_deficit
-            if _surplus_nodes(a) <= self.forward_reprice:
+            if surplus <= self.forward_reprice:
                 reprice = _price_by_distance_from_surplus
                 stats[_FORWARD] += 1
             raised = reprice(
