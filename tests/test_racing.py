@@ -16,9 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from firmament_py.flow.changes import ARC_DST, ROW_WIDTH, ChangeBatch, ChangeOp
 from firmament_py.flow.graph import FlowGraph
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import (
+    BatchError,
     CostScalingSolver,
     InfeasibleError,
     RacingSolver,
@@ -84,6 +86,63 @@ def test_race_answers_load_and_apply_without_a_graph(race: RacingSolver) -> None
     second = race.solve()
     verify(cluster.graph, second)
     assert second.cost == SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy()).cost
+
+
+def _remove_arc(arc: int) -> ChangeBatch:
+    rows = np.zeros((1, ROW_WIDTH), dtype=np.int64)
+    rows[0, :2] = int(ChangeOp.REMOVE_ARC), arc
+    return ChangeBatch(rows)
+
+
+def test_bad_batches_are_refused_and_the_race_goes_on(race: RacingSolver) -> None:
+    # Workers receive a batch before the parent's check raises: they must refuse it too, and
+    # that refusal must cost no restart.
+    cluster = ClusterGraph(ClusterSpec(machines=40, running=0.5, waiting=80, seed=8))
+    snapshot = cluster.graph.snapshot()
+    race.load(snapshot)
+    cluster.graph.discard_changes()
+    race.solve()
+    pids = race.worker_pids
+    with pytest.raises(BatchError, match="arc 999999 does not exist"):
+        race.apply(_remove_arc(999_999))
+    dangling = snapshot.rows.copy()
+    dangling[-1, ARC_DST] = 999_999
+    with pytest.raises(BatchError, match="arc destination 999999 is not among the nodes"):
+        race.load(ChangeBatch(dangling, reset=True))
+    for _ in range(2):
+        cluster.next_round(0.05)
+        race.apply(cluster.graph.take_changes())
+        result = race.solve()
+        verify(cluster.graph, result)
+        assert result.cost == SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy()).cost
+    assert race.restarts == 0
+    assert race.worker_pids == pids
+
+
+def test_a_worker_that_took_a_batch_the_parent_refused_is_replaced(
+    race: RacingSolver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Parent and workers apply the same rules, so this needs a parent whose check disagrees.
+    cluster = ClusterGraph(ClusterSpec(machines=40, running=0.5, waiting=80, seed=9))
+    race.load(cluster.graph.snapshot())
+    cluster.graph.discard_changes()
+    before = race.solve().cost
+    pids = race.worker_pids
+    arc = int(cluster.graph.arc_ids()[0])
+
+    def refuse(batch: ChangeBatch) -> None:
+        raise BatchError("refused by a stricter parent")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(race._ids, "apply", refuse)
+        with pytest.raises(BatchError, match="stricter parent"):
+            race.apply(_remove_arc(arc))  # valid: the workers remove the arc
+    result = race.solve()  # from workers replaced from the history, which lacks the batch
+    assert result.cost == before
+    verify(cluster.graph, result)
+    # Only the favourite had the batch: a hedged race sends it to the others after the check.
+    assert race.restarts == 1
+    assert len(set(race.worker_pids) & set(pids)) == 1
 
 
 def test_killed_worker_is_replaced_from_a_snapshot(race: RacingSolver) -> None:

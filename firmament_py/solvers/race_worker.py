@@ -120,8 +120,8 @@ def worker_main(argv: list[str]) -> None:
                 conn.send(("ok",))
                 return
             if command == "load":
+                solver.load(message[1])  # a refused snapshot changes nothing, base included
                 base = np.zeros(0, dtype=np.int64)
-                solver.load(message[1])
                 reply: tuple[Any, ...] = ("ok",)
             elif command == "apply":
                 solver.apply(message[1])

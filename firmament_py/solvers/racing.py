@@ -12,6 +12,13 @@ and a receiver thread reads its replies into one queue that the caller's thread 
 pipe can fill up and block anybody, and `apply` after a race returns at once while the losers
 are still stopping and adopting. Both sides process commands strictly in order.
 
+A batch (`load`, `apply`) goes out pickled once, before the parent's own check of it (against
+`LiveIds`, the ids the workers' networks hold), because the workers check every batch
+themselves and take nothing from a bad one: the check that raises to the caller overlaps the
+workers' receiving and applying. Their refusal of a batch the parent refused is expected; a
+worker that took such a batch is replaced. Workers a hedged start will hold back get the batch
+only after the check.
+
 Flows travel as deltas against a *base*: the flow both sides know the worker holds.
 
 * `load` resets the base to zeros; `sync` and `adopt` carry the delta to a new flow, which
@@ -38,6 +45,7 @@ import json
 import mmap
 import multiprocessing.connection as mpc
 import os
+import pickle
 import queue
 import socket
 import subprocess
@@ -47,7 +55,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +108,10 @@ class _Worker:
     conn: mpc.Connection
     flag_map: mmap.mmap
     flag: Int64Array  # [cancel solves up to this number, the solve running now]
-    outbox: queue.SimpleQueue[tuple[Any, ...] | None] = field(default_factory=queue.SimpleQueue)
+    # Commands to write, in order: a message, the bytes of a pickled one, None to end.
+    outbox: queue.SimpleQueue[tuple[Any, ...] | bytes | None] = field(
+        default_factory=queue.SimpleQueue
+    )
     # Commands whose replies are unread, in order: (command, solve number or 0).
     owed: deque[tuple[str, int]] = field(default_factory=deque)
     solves: int = 0  # solve commands sent; the worker numbers its solves the same way
@@ -161,13 +172,11 @@ class RacingSolver(FlowSolver):
     # ------------------------------------------------------------------ life cycle
 
     def load(self, snapshot: ChangeBatch) -> None:
-        self._ids.load(snapshot)
+        self._send_batch("load", snapshot, self._ids.load)
         self._history = [snapshot]
         self._last = None
         self._favourite = None
         self._loaded = True
-        for w in self._live():
-            self._send(w, ("load", snapshot))
 
     def apply(self, changes: ChangeBatch) -> None:
         if changes.reset:
@@ -175,12 +184,10 @@ class RacingSolver(FlowSolver):
             return
         if not self._loaded:
             raise SolverError("apply() before load(): give the solver a snapshot first")
-        self._ids.apply(changes)
+        self._send_batch("apply", changes, self._ids.apply)
         if self._bound_graph() is None:
             self._history.append(changes)
         self._last = None
-        for w in self._live():
-            self._send(w, ("apply", changes))
 
     def solve_graph(self, graph: FlowGraph) -> SolveResult:
         result = super().solve_graph(graph)
@@ -302,11 +309,16 @@ class RacingSolver(FlowSolver):
                 continue
             tag, number = w.owed.popleft()
             if tag != "solve":
-                if reply[0] != "ok":  # a batch the worker could not take: replace it
+                # A batch the worker could not take, or took though the parent refused it:
+                # its network is not the parent's, so replace it.
+                if (reply[0] == "ok") == (tag == "refused"):
                     self._bury(w)
                     if id(w) in racing:
                         racing.discard(id(w))
-                        failures.append(f"{w.algorithm} failed on {tag}: {reply[2]}")
+                        if tag == "refused" and restartable:  # the history lacks the batch
+                            racing |= {id(x) for x in self._restart_dead()}
+                        else:
+                            failures.append(f"{w.algorithm} failed on {tag}: {reply[2]}")
                 continue
             if number != w.solves or id(w) not in racing:
                 continue  # the answer to an earlier, lost race
@@ -371,11 +383,45 @@ class RacingSolver(FlowSolver):
     def _bound_graph(self) -> FlowGraph | None:
         return self._graph_ref() if self._graph_ref is not None else None
 
+    def _send_batch(
+        self, command: str, batch: ChangeBatch, check: Callable[[ChangeBatch], None]
+    ) -> None:
+        """Send `batch` to every live worker (`load` or `apply`), then `check` it here.
+
+        Workers check every batch themselves and take nothing from a bad one, so the parent's
+        own check, which is what raises to the caller, runs while they receive and apply the
+        batch instead of before; the batch is pickled once for all of them. If the check
+        raises, each worker's refusal of the batch is expected (`refused`), and one that took
+        it anyway is replaced at the next race from the history, which never held the batch.
+        """
+        payload = pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL)
+        # The workers a hedged start holds back get the batch after the check: on two cores,
+        # the favourite then shares them only with the parent while it takes the batch.
+        later = self._hold_back() if command == "apply" else []
+        sent = [w for w in self._live() if w not in later]
+        bases = [w.base for w in sent]  # `load` resets them
+        for w in sent:
+            self._send(w, (command,), payload=payload)
+        try:
+            check(batch)
+        except BaseException:
+            for w, base in zip(sent, bases, strict=True):
+                w.owed[-1] = ("refused", 0)
+                w.base = base
+            raise
+        for w in later:
+            self._send(w, (command,), payload=payload)
+
     def _send(
-        self, w: _Worker, message: tuple[Any, ...], *, delta: FlowDelta | None = None
+        self,
+        w: _Worker,
+        message: tuple[Any, ...],
+        *,
+        delta: FlowDelta | None = None,
+        payload: bytes | None = None,
     ) -> None:
         """Queue a command for `w`, turning whole flows into deltas against its base (`delta`,
-        if given, is that delta already)."""
+        if given, is that delta already; `payload`, if given, is the whole message pickled)."""
         command = message[0]
         number = 0
         if command in ("sync", "adopt"):
@@ -388,7 +434,7 @@ class RacingSolver(FlowSolver):
             w.solves += 1
             number = w.solves
         w.owed.append((str(command), number))
-        w.outbox.put(message)
+        w.outbox.put(message if payload is None else payload)
 
     def _spawn(self, algorithm: str) -> _Worker:
         options = self._options[algorithm]
@@ -447,7 +493,10 @@ def _sender(w: _Worker, _replies: object) -> None:
             message = w.outbox.get()
             if message is None:
                 return
-            w.conn.send(message)
+            if isinstance(message, bytes):
+                w.conn.send_bytes(message)  # pickled already (a batch for every worker)
+            else:
+                w.conn.send(message)
 
 
 def _receiver(
