@@ -85,7 +85,7 @@ _WORKER_BOOT = (
     "worker_main(sys.argv[1:])"
 )
 
-# Hedged start: the last winner solves alone for DEFAULT_HEDGE x its last race time plus the
+# Hedged start: the last winner solves alone for DEFAULT_HEDGE x its last solve time plus the
 # slack before the others join (None races everybody from the start).
 DEFAULT_HEDGE: float | None = 1.5
 _HEDGE_SLACK_SECONDS = 0.05
@@ -131,7 +131,7 @@ class RacingSolver(FlowSolver):
     `algorithms` names the contenders (usually two), by default relaxation and incremental
     cost scaling; `options` maps an algorithm name to keyword arguments for its constructor.
     `hedge`: after the first race, the last winner starts alone and the others join after
-    `hedge` times its last race time (plus 50 ms); None starts everybody at once.
+    `hedge` times its last solve time (plus 50 ms); None starts everybody at once.
     """
 
     algorithm = "race"
@@ -165,7 +165,7 @@ class RacingSolver(FlowSolver):
         self._replies: queue.SimpleQueue[tuple[_Worker, tuple[Any, ...] | None]]
         self._replies = queue.SimpleQueue()
         self.restarts = 0
-        self._favourite: tuple[str, float] | None = None  # last winner, its race's seconds
+        self._favourite: tuple[str, float] | None = None  # last winner, its solve's seconds
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
 
@@ -244,9 +244,10 @@ class RacingSolver(FlowSolver):
                 self._stop_solve(w)
                 self._send(w, ("adopt", flow, potentials), delta=same)
         self._last = (flow, potentials)
-        # The favourite's time as the caller saw it: the worker may still have been applying
-        # the round's batch when the solve was asked for, and will be next round too.
-        self._favourite = (winner.algorithm, time.perf_counter() - start)
+        # The favourite's time is its solve in the worker, not the race as the caller saw it:
+        # that includes waiting for a fresh worker's warm-up (a second), which would hold the
+        # others back for as long next round. The hedge's slack covers the batch's hand-off.
+        self._favourite = (winner.algorithm, float(solver_time))
         return SolveResult(
             cost=int(cost),
             flow=flow.copy(),  # the caller's to keep; `flow` stays the workers' reference
@@ -344,7 +345,7 @@ class RacingSolver(FlowSolver):
         On two cores a full race slows the usual winner down: every worker applies each batch
         and solves at once, sharing caches and memory bandwidth with the others and the caller.
         With `hedge` set, the last winner starts alone and the others join only if it has not
-        answered within `hedge` times its last race time (plus 50 ms): the race then costs
+        answered within `hedge` times its last solve time (plus 50 ms): the race then costs
         little while the favourite stays fast, and still catches a round where it degrades.
         """
         if self.hedge is None or self._favourite is None:
