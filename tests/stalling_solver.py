@@ -61,3 +61,17 @@ class StallAlways(_Staller):
 
     def _stalls_on(self, count: int) -> bool:
         return True
+
+
+class StallFirst(_Staller):
+    """Stalls on its first solve only."""
+
+    def _stalls_on(self, count: int) -> bool:
+        return count == 0
+
+
+class StallFromFifth(_Staller):
+    """Stalls on its 5th solve and every one after."""
+
+    def _stalls_on(self, count: int) -> bool:
+        return count >= 4

@@ -140,7 +140,8 @@ def test_a_worker_that_took_a_batch_the_parent_refused_is_replaced(
     result = race.solve()  # from workers replaced from the history, which lacks the batch
     assert result.cost == before
     verify(cluster.graph, result)
-    # Only the favourite had the batch: a hedged race sends it to the others after the check.
+    # Only the favourite had the batch: a hedged race sends it to the others with their next
+    # command, and only once the parent has taken it.
     assert race.restarts == 1
     assert len(set(race.worker_pids) & set(pids)) == 1
 
@@ -391,6 +392,30 @@ def test_hedged_start_lets_the_favourite_solve_alone(hedge: float | None) -> Non
             cluster.next_round(0.05)
         staller = next(w for w in race._workers if w.algorithm.endswith("StallAlways"))
         assert staller.solves == (1 if hedge is not None else 4)
+    finally:
+        race.close()
+
+
+def test_a_held_worker_that_only_took_answers_can_still_win() -> None:
+    # A held worker gets each round's batch only with the winner's answer. Here the favourite
+    # answers alone for three rounds and then stalls: the held worker joins and must solve from
+    # what it was sent.
+    first, fifth = "tests.stalling_solver:StallFirst", "tests.stalling_solver:StallFromFifth"
+    race = RacingSolver(algorithms=(first, fifth))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=16))
+        winners = []
+        for _ in range(5):
+            result = race.solve_graph(cluster.graph)
+            verify(cluster.graph, result)
+            reference = SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy())
+            assert result.cost == reference.cost
+            winners.append(_winner(result.algorithm))
+            cluster.observe(result.flow)
+            cluster.next_round(0.05)
+        assert winners == [fifth] * 4 + [first]
+        held = next(w for w in race._workers if w.algorithm == first)
+        assert held.solves == 2  # the first race, and the one it joined
     finally:
         race.close()
 

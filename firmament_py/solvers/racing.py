@@ -17,7 +17,7 @@ A batch (`load`, `apply`) goes out pickled once, before the parent's own check o
 themselves and take nothing from a bad one: the check that raises to the caller overlaps the
 workers' receiving and applying. Their refusal of a batch the parent refused is expected; a
 worker that took such a batch is replaced. Workers a hedged start will hold back get the batch
-only after the check.
+only with their next command (joining the race, or taking its answer).
 
 Flows travel as deltas against a *base*: the flow both sides know the worker holds.
 
@@ -119,6 +119,8 @@ class _Worker:
     cancelled_at: float | None = None  # when its unfinished solve was cancelled
     alive: bool = True
     held: bool = False  # waiting in this race for the favourite to answer (hedged start)
+    # Batches for a held-back worker, not written yet (see RacingSolver._send_batch).
+    deferred: list[bytes] = field(default_factory=list)
 
 
 class _AllWorkersDiedError(SolverError):
@@ -396,8 +398,9 @@ class RacingSolver(FlowSolver):
         it anyway is replaced at the next race from the history, which never held the batch.
         """
         payload = pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL)
-        # The workers a hedged start holds back get the batch after the check: on two cores,
-        # the favourite then shares them only with the parent while it takes the batch.
+        # A worker a hedged start will hold back gets the batch only with its next command
+        # (it joins the race, or takes the winner's answer): on two cores the favourite then
+        # shares them with the parent alone while it applies the batch and solves.
         later = self._hold_back() if command == "apply" else []
         sent = [w for w in self._live() if w not in later]
         bases = [w.base for w in sent]  # `load` resets them
@@ -411,7 +414,7 @@ class RacingSolver(FlowSolver):
                 w.base = base
             raise
         for w in later:
-            self._send(w, (command,), payload=payload)
+            w.deferred.append(payload)
 
     def _send(
         self,
@@ -421,8 +424,13 @@ class RacingSolver(FlowSolver):
         delta: FlowDelta | None = None,
         payload: bytes | None = None,
     ) -> None:
-        """Queue a command for `w`, turning whole flows into deltas against its base (`delta`,
-        if given, is that delta already; `payload`, if given, is the whole message pickled)."""
+        """Queue a command for `w`, after the batches deferred for it, turning whole flows into
+        deltas against its base (`delta`, if given, is that delta already; `payload`, if given,
+        is the whole message pickled)."""
+        for deferred in w.deferred:
+            w.owed.append(("apply", 0))
+            w.outbox.put(deferred)
+        w.deferred.clear()
         command = message[0]
         number = 0
         if command in ("sync", "adopt"):
