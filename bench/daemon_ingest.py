@@ -17,18 +17,24 @@ median and p99 of their wall time at the daemon (`round_ms`: catching up on the 
 deciding, applying).
 A round places nothing when every task it placed was removed before its answer came back,
 which happens when a client's tasks live shorter than a round takes. Medians over
-`--repeats` runs; first, the request path's cost alone (no sockets).
+`--repeats` runs; first, the request path's cost alone (no sockets). `flight` latencies run from
+the send instead of the due time. `--pin` (Linux, two CPUs or more) gives the daemon's request
+loop CPU 0 to itself and puts its scheduling process, the clients and this process on the other
+CPUs: the request path's latency where it never waits for a core (on two CPUs the clients then
+share one with the scheduling process and read their replies late, which `flight` includes).
 
     python bench/daemon_ingest.py                       # 1,000 machines, 8 clients, 20 s
     python bench/daemon_ingest.py --window 16            # pipelined
     python bench/daemon_ingest.py --batch 100            # batches of 100 events
     python bench/daemon_ingest.py --batch 10 --rate 20000 --window 4   # offered 20,000/s
+    python bench/daemon_ingest.py --batch 20 --rate 20000 --window 4 --pin
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import socket as pysocket
 import statistics
 import subprocess
@@ -70,12 +76,13 @@ def client_main(
     rate: float,
     phase: float,
     start: float,
+    pin: bool,
     out: Any,
 ) -> None:
     """One client on its own DEALER socket: submit and remove tasks until `start + seconds`,
     with up to `window` messages awaiting replies, each one event or a `batch` of `batch`
-    events; send back every message's latency, the events sent, and how many events were not
-    OK.
+    events; send back every message's latency, its time in flight (send to reply), the events
+    sent, and how many events were not OK.
 
     With `rate` 0 the client sends as fast as replies come back (a closed loop: the daemon is
     saturated, and latency is measured from the send). With a `rate` (events per second, this
@@ -83,13 +90,16 @@ def client_main(
     latency is measured from that due time, not from when it was sent: a daemon that falls
     behind, so that the client's window is full when a message is due, is charged for the wait
     (no coordinated omission)."""
+    if pin:
+        os.sched_setaffinity(0, _other_cpus())
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
     latencies: list[float] = []
+    in_flight: list[float] = []
     events = 0
     failed = 0
-    sent: dict[str, float] = {}
+    sent: dict[str, tuple[float, float]] = {}  # request id -> (due, sent)
     next_id = index << 40
     own: list[int] = []
     counter = 0
@@ -115,7 +125,7 @@ def client_main(
                     next_id += 1
             counter += 1
             rid = f"{index}-{counter}"
-            sent[rid] = due if interval else now
+            sent[rid] = (due if interval else now, now)
             due += interval
             if batch == 1:
                 sock.send(encode_request(rid, items[0]["type"], items[0]["body"]))
@@ -132,14 +142,17 @@ def client_main(
                 continue  # a message is due
             raise RuntimeError(f"client {index}: no reply in 10 s")
         rid, status, _, reply = decode_reply(sock.recv())
-        latencies.append(time.perf_counter() - sent.pop(rid))
+        answered = time.perf_counter()
+        due_at, sent_at = sent.pop(rid)
+        latencies.append(answered - due_at)
+        in_flight.append(answered - sent_at)
         events += batch
         if batch == 1:
             failed += status is not Status.OK
         else:
             failed += sum(answer[0] != "ok" for answer in reply["answers"])
     sock.close()
-    out.put((latencies, events, failed))
+    out.put((latencies, in_flight, events, failed))
 
 
 def request_path_us(machines: int, batch: int = 1, events: int = 20_000) -> float:
@@ -191,6 +204,20 @@ def request_path_us(machines: int, batch: int = 1, events: int = 20_000) -> floa
     return elapsed / events * 1e6
 
 
+def _other_cpus() -> set[int]:
+    """Every CPU but CPU 0, which `--pin` leaves to the daemon's request loop."""
+    return set(range(1, os.cpu_count() or 2))
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of `pid` (Linux: /proc)."""
+    found: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found.extend(int(child) for child in f.read().split())
+    return found
+
+
 def run_once(args: argparse.Namespace) -> dict[str, float]:
     port, pub = free_port(), free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
@@ -218,6 +245,8 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             ],
             stderr=subprocess.DEVNULL,
         )
+        if args.pin:  # before it starts its scheduling process, which inherits CPU 0
+            os.sched_setaffinity(daemon.pid, {0})
         try:
             with Client(endpoint, timeout=1.0, retries=60) as client:
                 rounds_before = client.status()["rounds"]
@@ -226,6 +255,10 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
                     for i in range(args.machines)
                 ]
                 client.add_machines(batch)
+            if args.pin:  # the daemon serves: its children (the scheduling process) move
+                os.sched_setaffinity(0, _other_cpus())
+                for child in _children(daemon.pid):
+                    os.sched_setaffinity(child, _other_cpus())
             rounds: list[float] = []
             stop = threading.Event()
 
@@ -258,6 +291,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
                         args.rate / args.clients,
                         index / args.clients,
                         start,
+                        args.pin,
                         out,
                     ),
                 )
@@ -266,9 +300,10 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             for worker in workers:
                 worker.start()
             answers = [out.get() for _ in workers]
-            latencies = np.concatenate([np.array(lat) for lat, _, _ in answers])
-            events = sum(e for _, e, _ in answers)
-            failed = sum(f for _, _, f in answers)
+            latencies = np.concatenate([np.array(lat) for lat, _, _, _ in answers])
+            in_flight = np.concatenate([np.array(flight) for _, flight, _, _ in answers])
+            events = sum(e for _, _, e, _ in answers)
+            failed = sum(f for _, _, _, f in answers)
             for worker in workers:
                 worker.join()
             stop.set()
@@ -284,6 +319,10 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
         "p50_ms": float(np.percentile(latencies, 50) * 1e3),
         "p99_ms": float(np.percentile(latencies, 99) * 1e3),
         "max_ms": float(latencies.max() * 1e3),
+        # Paced runs: how much of the tail is the message waiting to be sent (a client late,
+        # or its window full) rather than in flight.
+        "flight_p50_ms": float(np.percentile(in_flight, 50) * 1e3),
+        "flight_p99_ms": float(np.percentile(in_flight, 99) * 1e3),
         "rounds_run": float(rounds_run),
         "rounds": float(len(rounds)),
         "round_p50_ms": float(np.percentile(rounds, 50) * 1e3) if rounds else float("nan"),
@@ -310,6 +349,11 @@ def main() -> None:
     )
     parser.add_argument("--policy", default="trivial")
     parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the daemon's request loop alone on CPU 0, everything else on the others (Linux)",
+    )
+    parser.add_argument(
         "--decision-chunk", type=int, default=256, help="the daemon's --decision-chunk"
     )
     parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
@@ -326,7 +370,7 @@ def main() -> None:
     print(
         f"median of {len(runs)} ({args.machines} machines, {args.clients} clients, "
         f"window {args.window}, batch {args.batch}, {pace}, round every {args.round_ms} ms, "
-        f"fsync {args.fsync}, policy {args.policy}):"
+        f"fsync {args.fsync}, policy {args.policy}{', pinned' if args.pin else ''}):"
     )
     for key in runs[0]:
         print(f"  {key:>14}: {statistics.median(r[key] for r in runs):,.2f}")
