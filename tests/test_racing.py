@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from firmament_py.solvers import (
     RacingSolver,
     RelaxationSolver,
     SolverCancelled,
+    SolverError,
     SuccessiveShortestPathSolver,
     make_solver,
 )
@@ -416,6 +418,54 @@ def test_a_held_worker_that_only_took_answers_can_still_win() -> None:
         assert winners == [fifth] * 4 + [first]
         held = next(w for w in race._workers if w.algorithm == first)
         assert held.solves == 2  # the first race, and the one it joined
+        assert race.restarts == 0
+    finally:
+        race.close()
+
+
+def test_a_held_worker_gets_a_batch_with_its_next_command() -> None:
+    first, fifth = "tests.stalling_solver:StallFirst", "tests.stalling_solver:StallFromFifth"
+    race = RacingSolver(algorithms=(first, fifth))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=17))
+        race.load(cluster.graph.snapshot())
+        cluster.graph.discard_changes()
+        race.solve()  # StallFirst stalls: StallFromFifth wins and is the favourite
+        held = next(w for w in race._workers if w.algorithm == first)
+        favourite = next(w for w in race._workers if w.algorithm == fifth)
+        cluster.next_round(0.05)
+        race.apply(cluster.graph.take_changes())
+        assert len(held.deferred) == 1
+        assert not favourite.deferred
+        result = race.solve()  # the favourite answers alone; the held worker gets batch + answer
+        verify(cluster.graph, result)
+        assert not held.deferred
+        assert held.solves == 1
+    finally:
+        race.close()
+
+
+def test_a_worker_is_not_restarted_from_batches_without_their_snapshot() -> None:
+    # Once the graph a race was bound to is gone, the batches applied since cannot rebuild a
+    # worker on their own: the race says so instead of replaying them into an empty one.
+    race = RacingSolver()
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=18))
+        graph = cluster.graph
+        race.solve_graph(graph)
+        mirror = graph.copy()
+        del cluster, graph
+        gc.collect()
+        mirror.change_arc(int(mirror.arc_ids()[0]), cost=7)
+        race.apply(mirror.take_changes())
+        pid = race.worker_pids[0]
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_dead([pid])
+        survivor = race.solve()  # the other worker answers; the dead one is not replaced
+        assert survivor.cost == SuccessiveShortestPathSolver().solve_graph(mirror.copy()).cost
+        assert race.restarts == 0
+        with pytest.raises(SolverError, match="the graph the race was bound to is gone"):
+            race.solve()
     finally:
         race.close()
 

@@ -261,7 +261,11 @@ class RacingSolver(FlowSolver):
 
     def _race(self) -> tuple[_Worker, tuple[Any, ...]]:
         """Ask every live worker to solve; return the winner and its reply."""
-        restartable = self._bound_graph() is not None or bool(self._history)
+        # The history can restart a worker only if it begins with a snapshot: after a bound
+        # graph is gone, it holds just the batches since.
+        restartable = self._bound_graph() is not None or (
+            bool(self._history) and self._history[0].reset
+        )
         if not restartable and any(not w.alive for w in self._workers):
             raise SolverError(
                 "a race worker died and the graph the race was bound to is gone: "
@@ -316,12 +320,17 @@ class RacingSolver(FlowSolver):
                 # its network is not the parent's, so replace it.
                 if (reply[0] == "ok") == (tag == "refused"):
                     self._bury(w)
-                    if id(w) in racing:
-                        racing.discard(id(w))
-                        if tag == "refused" and restartable:  # the history lacks the batch
-                            racing |= {id(x) for x in self._restart_dead()}
-                        else:
-                            failures.append(f"{w.algorithm} failed on {tag}: {reply[2]}")
+                    was_racing = id(w) in racing
+                    racing.discard(id(w))
+                    if tag == "refused" and restartable and (was_racing or w.held):
+                        # Its replacement never sees the batch: it joins this race at once.
+                        racing |= {id(x) for x in self._restart_dead()}
+                    elif was_racing:
+                        failures.append(
+                            f"{w.algorithm} took a batch that was refused"
+                            if tag == "refused"
+                            else f"{w.algorithm} failed on {tag}: {reply[2]}"
+                        )
                 continue
             if number != w.solves or id(w) not in racing:
                 continue  # the answer to an earlier, lost race
@@ -395,7 +404,9 @@ class RacingSolver(FlowSolver):
         own check, which is what raises to the caller, runs while they receive and apply the
         batch instead of before; the batch is pickled once for all of them. If the check
         raises, each worker's refusal of the batch is expected (`refused`), and one that took
-        it anyway is replaced at the next race from the history, which never held the batch.
+        it anyway is replaced at the next race, from the history (which never held the batch)
+        or the bound graph. That includes a check interrupted (Ctrl-C) after the workers took
+        a good batch: the parent never recorded it, so they are replaced.
         """
         payload = pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL)
         # A worker a hedged start will hold back gets the batch only with its next command
