@@ -398,51 +398,52 @@ def test_hedged_start_lets_the_favourite_solve_alone(hedge: float | None) -> Non
         race.close()
 
 
-def test_a_held_worker_that_only_took_answers_can_still_win() -> None:
+FIRST, FIFTH = "tests.stalling_solver:StallFirst", "tests.stalling_solver:StallFromFifth"
+
+
+@pytest.fixture
+def held_back() -> Iterator[RacingSolver]:
+    """StallFirst loses the first race, so StallFromFifth is the favourite until it stalls."""
+    solver = RacingSolver(algorithms=(FIRST, FIFTH))
+    yield solver
+    solver.close()
+
+
+def test_a_held_worker_that_only_took_answers_can_still_win(held_back: RacingSolver) -> None:
     # A held worker gets each round's batch only with the winner's answer. Here the favourite
     # answers alone for three rounds and then stalls: the held worker joins and must solve from
     # what it was sent.
-    first, fifth = "tests.stalling_solver:StallFirst", "tests.stalling_solver:StallFromFifth"
-    race = RacingSolver(algorithms=(first, fifth))
-    try:
-        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=16))
-        winners = []
-        for _ in range(5):
-            result = race.solve_graph(cluster.graph)
-            verify(cluster.graph, result)
-            reference = SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy())
-            assert result.cost == reference.cost
-            winners.append(_winner(result.algorithm))
-            cluster.observe(result.flow)
-            cluster.next_round(0.05)
-        assert winners == [fifth] * 4 + [first]
-        held = next(w for w in race._workers if w.algorithm == first)
-        assert held.solves == 2  # the first race, and the one it joined
-        assert race.restarts == 0
-    finally:
-        race.close()
-
-
-def test_a_held_worker_gets_a_batch_with_its_next_command() -> None:
-    first, fifth = "tests.stalling_solver:StallFirst", "tests.stalling_solver:StallFromFifth"
-    race = RacingSolver(algorithms=(first, fifth))
-    try:
-        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=17))
-        race.load(cluster.graph.snapshot())
-        cluster.graph.discard_changes()
-        race.solve()  # StallFirst stalls: StallFromFifth wins and is the favourite
-        held = next(w for w in race._workers if w.algorithm == first)
-        favourite = next(w for w in race._workers if w.algorithm == fifth)
-        cluster.next_round(0.05)
-        race.apply(cluster.graph.take_changes())
-        assert len(held.deferred) == 1
-        assert not favourite.deferred
-        result = race.solve()  # the favourite answers alone; the held worker gets batch + answer
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=16))
+    winners = []
+    for _ in range(5):
+        result = held_back.solve_graph(cluster.graph)
         verify(cluster.graph, result)
-        assert not held.deferred
-        assert held.solves == 1
-    finally:
-        race.close()
+        reference = SuccessiveShortestPathSolver().solve_graph(cluster.graph.copy())
+        assert result.cost == reference.cost
+        winners.append(_winner(result.algorithm))
+        cluster.observe(result.flow)
+        cluster.next_round(0.05)
+    assert winners == [FIFTH] * 4 + [FIRST]
+    held = next(w for w in held_back._workers if w.algorithm == FIRST)
+    assert held.solves == 2  # the first race, and the one it joined
+    assert held_back.restarts == 0
+
+
+def test_a_held_worker_gets_a_batch_with_its_next_command(held_back: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=17))
+    held_back.load(cluster.graph.snapshot())
+    cluster.graph.discard_changes()
+    held_back.solve()  # StallFirst stalls: StallFromFifth wins and is the favourite
+    held = next(w for w in held_back._workers if w.algorithm == FIRST)
+    favourite = next(w for w in held_back._workers if w.algorithm == FIFTH)
+    cluster.next_round(0.05)
+    held_back.apply(cluster.graph.take_changes())
+    assert len(held.deferred) == 1
+    assert not favourite.deferred
+    result = held_back.solve()  # the favourite answers alone; the held worker gets both
+    verify(cluster.graph, result)
+    assert not held.deferred
+    assert held.solves == 1
 
 
 def test_a_worker_is_not_restarted_from_batches_without_their_snapshot() -> None:

@@ -413,14 +413,16 @@ class RacingSolver(FlowSolver):
         # (it joins the race, or takes the winner's answer): on two cores the favourite then
         # shares them with the parent alone while it applies the batch and solves.
         later = self._hold_back() if command == "apply" else []
-        sent = [w for w in self._live() if w not in later]
-        bases = [w.base for w in sent]  # `load` resets them
-        for w in sent:
-            self._send(w, (command,), payload=payload)
+        sent: list[tuple[_Worker, Int64Array]] = []  # and each one's base before (`load` resets)
         try:
+            for w in self._live():
+                if w not in later:
+                    base = w.base
+                    self._send(w, (command,), payload=payload)
+                    sent.append((w, base))
             check(batch)
         except BaseException:
-            for w, base in zip(sent, bases, strict=True):
+            for w, base in sent:
                 w.owed[-1] = ("refused", 0)
                 w.base = base
             raise
