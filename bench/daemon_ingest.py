@@ -92,7 +92,7 @@ def client_main(
     (no coordinated omission)."""
     if pin:
         os.sched_setaffinity(0, _other_cpus())
-    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
     latencies: list[float] = []
@@ -114,7 +114,7 @@ def client_main(
             now = time.perf_counter()
             if now >= deadline or (interval and due > now):
                 break
-            items = []
+            items: list[dict[str, Any]] = []
             for _ in range(batch):
                 if len(own) >= live:
                     items.append({"type": "task_removed", "body": {"task_id": own.pop(0)}})
@@ -263,7 +263,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             stop = threading.Event()
 
             def listen() -> None:
-                sub = zmq.Context.instance().socket(zmq.SUB)
+                sub: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
                 sub.setsockopt(zmq.SUBSCRIBE, b"deltas")
                 sub.connect(f"tcp://127.0.0.1:{pub}")
                 while not stop.is_set():
