@@ -22,6 +22,7 @@ Scenarios (issue 2; Firmament OSDI'16 figures 7, 8, 9, 14, 16):
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -175,7 +176,7 @@ def run_scratch(name: str, args: argparse.Namespace) -> list[Row]:
     )
     rows: list[Row] = []
     solvers: list[tuple[str, Callable[[], tuple[int, float, float, str]]]] = [
-        (alg, lambda alg=alg: fresh_solve(alg, graph)) for alg in args.algorithms
+        (alg, functools.partial(fresh_solve, alg, graph)) for alg in args.algorithms
     ]
     solvers.append(("OR-Tools", lambda: (*ortools_solve(graph), 0.0, "ortools")))
     if args.networkx:
