@@ -99,7 +99,7 @@ _DIED = None  # what a receiver thread reports when its worker's socket closes
 # ---------------------------------------------------------------------- parent side
 
 
-@dataclass
+@dataclass(eq=False)  # a handle: equal only to itself (`w in later` must not compare arrays)
 class _Worker:
     """The parent's handle on one worker process."""
 
