@@ -1,4 +1,4 @@
-"""A test-only solver that stalls on chosen solves until it is cancelled (racing tests).
+"""Test-only solvers that stall on chosen solves until they are cancelled, or die (racing tests).
 
 Races between two of these are deterministic: on a round where one stalls, the other wins and
 the staller is cancelled and must be re-synced from the winner's flow.
@@ -6,6 +6,7 @@ the staller is cancelled and must be re-synced from the winner's flow.
 
 from __future__ import annotations
 
+import os
 import time
 
 from firmament_py.solvers import SolverCancelled, SuccessiveShortestPathSolver
@@ -75,3 +76,15 @@ class StallFromFifth(_Staller):
 
     def _stalls_on(self, count: int) -> bool:
         return count >= 4
+
+
+class DieOnSecond(_Staller):
+    """Solves its first race; its worker process exits in the middle of the second."""
+
+    def _run(self) -> dict[str, float]:
+        if self._racing and self._solves == 1:
+            os._exit(3)
+        return super()._run()
+
+    def _stalls_on(self, count: int) -> bool:
+        return False

@@ -36,6 +36,10 @@ from firmament_py.solvers.race_worker import apply_delta, flow_delta
 
 
 def _alive(pid: int) -> bool:
+    try:  # our own child: dead once it can be reaped (peek, leave the reaping to its owner)
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        pass  # someone else's: its main thread shows "Z" while the others still exit
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -448,7 +452,8 @@ def test_a_held_worker_gets_a_batch_with_its_next_command(held_back: RacingSolve
 
 def test_a_worker_is_not_restarted_from_batches_without_their_snapshot() -> None:
     # Once the graph a race was bound to is gone, the batches applied since cannot rebuild a
-    # worker on their own: the race says so instead of replaying them into an empty one.
+    # worker on their own: the race says so instead of replaying them into an empty one, and
+    # takes up again once it is given a snapshot.
     race = RacingSolver()
     try:
         cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=18))
@@ -462,8 +467,36 @@ def test_a_worker_is_not_restarted_from_batches_without_their_snapshot() -> None
         pid = race.worker_pids[0]
         os.kill(pid, signal.SIGKILL)
         assert _wait_dead([pid])
-        survivor = race.solve()  # the other worker answers; the dead one is not replaced
-        assert survivor.cost == SuccessiveShortestPathSolver().solve_graph(mirror.copy()).cost
+        for _ in range(2):  # known dead before the race: no race runs, every time
+            with pytest.raises(SolverError, match="the graph the race was bound to is gone"):
+                race.solve()
+        assert race.restarts == 0
+        assert pid not in race.worker_pids
+        race.load(mirror.snapshot())
+        result = race.solve()
+        assert result.cost == SuccessiveShortestPathSolver().solve_graph(mirror.copy()).cost
+        assert race.restarts == 1
+        assert len(race.worker_pids) == 2
+    finally:
+        race.close()
+
+
+def test_a_worker_dying_mid_race_without_a_snapshot_leaves_the_survivor_to_answer() -> None:
+    dies, survives = "tests.stalling_solver:DieOnSecond", "tests.stalling_solver:StallEven"
+    race = RacingSolver(algorithms=(dies, survives))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=19))
+        graph = cluster.graph
+        first = race.solve_graph(graph)  # StallEven stalls on its first solve: DieOnSecond wins
+        assert _winner(first.algorithm) == dies
+        mirror = graph.copy()
+        del cluster, graph
+        gc.collect()
+        mirror.change_arc(int(mirror.arc_ids()[0]), cost=7)
+        race.apply(mirror.take_changes())
+        result = race.solve()  # DieOnSecond dies mid-solve; StallEven answers, nothing replaces it
+        assert _winner(result.algorithm) == survives
+        assert result.cost == SuccessiveShortestPathSolver().solve_graph(mirror.copy()).cost
         assert race.restarts == 0
         with pytest.raises(SolverError, match="the graph the race was bound to is gone"):
             race.solve()

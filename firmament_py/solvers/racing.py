@@ -261,6 +261,9 @@ class RacingSolver(FlowSolver):
 
     def _race(self) -> tuple[_Worker, tuple[Any, ...]]:
         """Ask every live worker to solve; return the winner and its reply."""
+        for w in self._live():
+            if w.process.poll() is not None:  # died since its last reply (no race saw it)
+                self._bury(w)
         # The history can restart a worker only if it begins with a snapshot: after a bound
         # graph is gone, it holds just the batches since.
         restartable = self._bound_graph() is not None or (
