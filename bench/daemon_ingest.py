@@ -66,93 +66,148 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def client_main(
+class PacedClient:
+    """One client on its own DEALER socket: submits tasks and, once it holds `live` of its
+    own, removes its oldest one with each new submission; up to `window` messages await
+    replies, each one event or a `batch` of `batch` events.
+
+    With `rate` 0 it sends as fast as replies come back (a closed loop: the daemon is
+    saturated, and latency is measured from the send). With a `rate` (events per second, this
+    client's share) message k is due at `k * batch / rate` seconds after the start, and its
+    latency is measured from that due time, not from when it was sent: a daemon that falls
+    behind, so that the window is full when a message is due, is charged for the wait (no
+    coordinated omission)."""
+
+    def __init__(
+        self, endpoint: str, index: int, live: int, window: int, batch: int, rate: float
+    ) -> None:
+        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+        self.index, self.live, self.window, self.batch = index, live, window, batch
+        self.interval = batch / rate if rate > 0 else 0.0
+        self.latencies: list[float] = []
+        self.in_flight: list[float] = []
+        self.events = 0
+        self.failed = 0
+        self.sent: dict[str, tuple[float, float]] = {}  # request id -> (due, sent)
+        self.next_id = index << 40
+        self.own: list[int] = []
+        self.counter = 0
+        self.due = 0.0
+
+    def send_due(self, deadline: float) -> None:
+        """Send every message that is due, while the window has room."""
+        while len(self.sent) < self.window:
+            now = time.perf_counter()
+            if now >= deadline or (self.interval and self.due > now):
+                return
+            items: list[dict[str, Any]] = []
+            for _ in range(self.batch):
+                if len(self.own) >= self.live:
+                    items.append({"type": "task_removed", "body": {"task_id": self.own.pop(0)}})
+                else:
+                    body = {
+                        "task_id": self.next_id,
+                        "job_id": f"c{self.index}-j{self.next_id % 50}",
+                    }
+                    items.append({"type": "task_submitted", "body": body})
+                    self.own.append(self.next_id)
+                    self.next_id += 1
+            self.counter += 1
+            rid = f"{self.index}-{self.counter}"
+            self.sent[rid] = (self.due if self.interval else now, now)
+            self.due += self.interval
+            if self.batch == 1:
+                self.sock.send(encode_request(rid, items[0]["type"], items[0]["body"]))
+            else:
+                self.sock.send(encode_request(rid, "batch", {"requests": items}))
+
+    def wake_at(self, deadline: float) -> float:
+        """When this client next has something to send (infinity: only replies to await)."""
+        if self.interval and len(self.sent) < self.window and self.due < deadline:
+            return self.due
+        if not self.interval and len(self.sent) < self.window and time.perf_counter() < deadline:
+            return 0.0
+        return float("inf")
+
+    def receive(self) -> None:
+        """Take every reply waiting on the socket."""
+        while True:
+            try:
+                frame = self.sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            rid, status, _, reply = decode_reply(frame)
+            answered = time.perf_counter()
+            due_at, sent_at = self.sent.pop(rid)
+            self.latencies.append(answered - due_at)
+            self.in_flight.append(answered - sent_at)
+            self.events += self.batch
+            if self.batch == 1:
+                self.failed += status is not Status.OK
+            else:
+                self.failed += sum(answer[0] != "ok" for answer in reply["answers"])
+
+
+def clients_main(
     endpoint: str,
-    index: int,
+    indices: list[int],
+    clients: int,
     seconds: float,
     live: int,
     window: int,
     batch: int,
     rate: float,
-    phase: float,
     start: float,
     pin: bool,
     out: Any,
 ) -> None:
-    """One client on its own DEALER socket: submit and remove tasks until `start + seconds`,
-    with up to `window` messages awaiting replies, each one event or a `batch` of `batch`
-    events; send back every message's latency, its time in flight (send to reply), the events
-    sent, and how many events were not OK.
-
-    With `rate` 0 the client sends as fast as replies come back (a closed loop: the daemon is
-    saturated, and latency is measured from the send). With a `rate` (events per second, this
-    client's share) message k is due at `k * batch / rate` seconds after the start, and its
-    latency is measured from that due time, not from when it was sent: a daemon that falls
-    behind, so that the client's window is full when a message is due, is charged for the wait
-    (no coordinated omission)."""
+    """Run the clients `indices` (of `clients`) in this process, all in one poll loop, until
+    `start + seconds`; send back every message's latency, its time in flight (send to reply),
+    the events sent, and how many events were not OK. `rate` is each client's share; paced
+    clients take turns (client i starts i / clients of an interval late) rather than all
+    sending at once."""
     if pin:
         os.sched_setaffinity(0, _other_cpus())
-    sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.connect(endpoint)
-    latencies: list[float] = []
-    in_flight: list[float] = []
-    events = 0
-    failed = 0
-    sent: dict[str, tuple[float, float]] = {}  # request id -> (due, sent)
-    next_id = index << 40
-    own: list[int] = []
-    counter = 0
+    group = [PacedClient(endpoint, i, live, window, batch, rate) for i in indices]
+    poller = zmq.Poller()
+    for client in group:
+        poller.register(client.sock, zmq.POLLIN)
+    by_socket = {client.sock: client for client in group}
     while time.time() < start:
         time.sleep(0.0005)
     began = time.perf_counter()
     deadline = began + seconds
-    interval = batch / rate if rate > 0 else 0.0
-    due = began + interval * phase  # clients take turns rather than all sending at once
-    while time.perf_counter() < deadline or sent:
-        while len(sent) < window:
-            now = time.perf_counter()
-            if now >= deadline or (interval and due > now):
-                break
-            items: list[dict[str, Any]] = []
-            for _ in range(batch):
-                if len(own) >= live:
-                    items.append({"type": "task_removed", "body": {"task_id": own.pop(0)}})
-                else:
-                    body = {"task_id": next_id, "job_id": f"c{index}-j{next_id % 50}"}
-                    items.append({"type": "task_submitted", "body": body})
-                    own.append(next_id)
-                    next_id += 1
-            counter += 1
-            rid = f"{index}-{counter}"
-            sent[rid] = (due if interval else now, now)
-            due += interval
-            if batch == 1:
-                sock.send(encode_request(rid, items[0]["type"], items[0]["body"]))
-            else:
-                sock.send(encode_request(rid, "batch", {"requests": items}))
-        if not sent:  # paced, and the next message is not due yet
-            time.sleep(max(0.0, min(due, deadline) - time.perf_counter()))
+    for client in group:
+        client.due = began + client.interval * client.index / clients
+    while True:
+        for client in group:
+            client.send_due(deadline)
+        if time.perf_counter() >= deadline and not any(c.sent for c in group):
+            break
+        wake = min(client.wake_at(deadline) for client in group)
+        if wake == float("inf") and not any(c.sent for c in group):  # paced: the end is near
+            time.sleep(max(0.0, deadline - time.perf_counter()))
             continue
-        wait_ms = 10_000
-        if interval and len(sent) < window and due < deadline:
-            wait_ms = max(0, int((due - time.perf_counter()) * 1000) + 1)
-        if not sock.poll(wait_ms):
-            if wait_ms < 10_000:
-                continue  # a message is due
-            raise RuntimeError(f"client {index}: no reply in 10 s")
-        rid, status, _, reply = decode_reply(sock.recv())
-        answered = time.perf_counter()
-        due_at, sent_at = sent.pop(rid)
-        latencies.append(answered - due_at)
-        in_flight.append(answered - sent_at)
-        events += batch
-        if batch == 1:
-            failed += status is not Status.OK
-        else:
-            failed += sum(answer[0] != "ok" for answer in reply["answers"])
-    sock.close()
-    out.put((latencies, in_flight, events, failed))
+        timeout_ms = (
+            10_000 if wake == float("inf") else max(0, int((wake - time.perf_counter()) * 1000) + 1)
+        )
+        ready = dict(poller.poll(timeout_ms))
+        if not ready and timeout_ms == 10_000:
+            raise RuntimeError(f"clients {indices}: no reply in 10 s")
+        for sock in ready:
+            by_socket[sock].receive()
+    for client in group:
+        client.sock.close()
+    out.put(
+        (
+            [x for c in group for x in c.latencies],
+            [x for c in group for x in c.in_flight],
+            sum(c.events for c in group),
+            sum(c.failed for c in group),
+        )
+    )
 
 
 def request_path_us(machines: int, batch: int = 1, events: int = 20_000) -> float:
@@ -278,24 +333,25 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             context = multiprocessing.get_context("spawn")
             out = context.Queue()
             start = time.time() + 2.0
+            processes = max(1, min(args.processes or args.clients, args.clients))
             workers = [
                 context.Process(
-                    target=client_main,
+                    target=clients_main,
                     args=(
                         endpoint,
-                        index,
+                        list(range(p, args.clients, processes)),
+                        args.clients,
                         args.seconds,
                         args.live,
                         args.window,
                         args.batch,
                         args.rate / args.clients,
-                        index / args.clients,
                         start,
                         args.pin,
                         out,
                     ),
                 )
-                for index in range(args.clients)
+                for p in range(processes)
             ]
             for worker in workers:
                 worker.start()
@@ -334,6 +390,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--machines", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="client processes the clients are spread over, each running its share in one "
+        "poll loop (0: a process per client)",
+    )
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--live", type=int, default=500, help="tasks each client keeps")
     parser.add_argument("--round-ms", type=int, default=100)
@@ -368,7 +431,8 @@ def main() -> None:
         print(f"run {repeat + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in result.items()))
     pace = f"offered {args.rate:,.0f} events/s" if args.rate else "unpaced"
     print(
-        f"median of {len(runs)} ({args.machines} machines, {args.clients} clients, "
+        f"median of {len(runs)} ({args.machines} machines, {args.clients} clients "
+        f"in {max(1, min(args.processes or args.clients, args.clients))} processes, "
         f"window {args.window}, batch {args.batch}, {pace}, round every {args.round_ms} ms, "
         f"fsync {args.fsync}, policy {args.policy}{', pinned' if args.pin else ''}):"
     )
