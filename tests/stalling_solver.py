@@ -88,3 +88,11 @@ class DieOnSecond(_Staller):
 
     def _stalls_on(self, count: int) -> bool:
         return False
+
+
+class SlowToStart(SuccessiveShortestPathSolver):
+    """Takes a second to build: a race worker with it warms up for two (its warm-up builds one)."""
+
+    def __init__(self) -> None:
+        time.sleep(1.0)
+        super().__init__()

@@ -504,6 +504,33 @@ def test_a_worker_dying_mid_race_without_a_snapshot_leaves_the_survivor_to_answe
         race.close()
 
 
+def test_wait_ready_waits_for_every_worker_to_warm_up_or_die() -> None:
+    slow = "tests.stalling_solver:SlowToStart"
+    race = RacingSolver(algorithms=(slow, "ssp"))
+    try:
+        assert not race.wait_ready(timeout=0.2)  # its warm-up alone takes a second
+        assert race.wait_ready()
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=20))
+        verify(cluster.graph, race.solve_graph(cluster.graph))
+    finally:
+        race.close()
+    race = RacingSolver(algorithms=(slow, "ssp"))
+    try:
+        pid = race.worker_pids[0]
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_dead([pid])
+        assert race.wait_ready(timeout=60)  # a dead worker is not waited for
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=21))
+        verify(cluster.graph, race.solve_graph(cluster.graph))
+        assert race.restarts == 1
+    finally:
+        race.close()
+
+
+def test_an_in_process_solver_is_ready_when_built() -> None:
+    assert SuccessiveShortestPathSolver().wait_ready(timeout=0)
+
+
 def test_hedge_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="hedge"):
         RacingSolver(hedge=-1.0)

@@ -16,6 +16,7 @@ from firmament_py.solvers.warmup import warm_up
 # A fresh interpreter: optionally warm up, then report which kernels numba has loaded.
 _PROBE = """
 import json, sys
+from firmament_py.flow import batch_rules, graph
 from firmament_py.solvers import cost_scaling, kernels, relaxation
 from firmament_py.solvers.warmup import warm_up
 algorithm, options, warm = json.loads(sys.argv[1])
@@ -30,6 +31,12 @@ names = {
         (kernels, "seed_fresh_prices"),
     ],
     "cost-scaling": [(cost_scaling, "_refine"), (kernels, "price_refine")],
+    # The caller's side of a race: the graph's snapshot, the batch checks it makes itself.
+    "race": [
+        (graph, "_fill_snapshot_rows"),
+        (batch_rules, "_replay"),
+        (batch_rules, "_first_bad_value_row"),
+    ],
 }[algorithm]
 print(json.dumps({name: bool(getattr(module, name).signatures) for module, name in names}))
 """
@@ -49,7 +56,7 @@ def _loaded(algorithm: str, options: dict[str, object], warm: bool) -> dict[str,
 
 @pytest.mark.parametrize(
     ("algorithm", "options"),
-    [("relaxation", {"incremental": True}), ("cost-scaling", {})],
+    [("relaxation", {"incremental": True}), ("cost-scaling", {}), ("race", {})],
 )
 def test_warm_up_loads_every_kernel_of_a_round(algorithm: str, options: dict[str, object]) -> None:
     assert not any(_loaded(algorithm, options, warm=False).values())  # the probe can tell
@@ -58,7 +65,7 @@ def test_warm_up_loads_every_kernel_of_a_round(algorithm: str, options: dict[str
 
 @pytest.mark.parametrize("algorithm", ["race", "ssp", "relax"])
 def test_warm_up_accepts_every_solver_name(algorithm: str) -> None:
-    warm_up(algorithm)  # a race leaves it to its workers; aliases are known
+    warm_up(algorithm)  # aliases are known
 
 
 def test_warm_up_refuses_unknown_solvers_and_options() -> None:
@@ -96,3 +103,29 @@ def test_a_simulation_warms_its_solver_up_before_the_first_round() -> None:
         timeout=600,
     )
     assert json.loads(out.stdout.splitlines()[-1]) == {"loaded": True}
+
+
+def test_a_simulation_with_a_race_waits_for_its_workers_before_the_first_round(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A race's workers warm up in their own processes; without the wait, the first round's
+    # algorithm runtime would be their warm-up (about a second).
+    from firmament_py.sim import runner
+    from firmament_py.solvers import RacingSolver
+
+    calls: list[str] = []
+    wait_ready, solve = RacingSolver.wait_ready, RacingSolver.solve
+
+    def recorded_wait(self: RacingSolver, timeout: float | None = None) -> bool:
+        calls.append("wait_ready")
+        return wait_ready(self, timeout)
+
+    def recorded_solve(self: RacingSolver) -> object:
+        calls.append("solve")
+        return solve(self)
+
+    monkeypatch.setattr(RacingSolver, "wait_ready", recorded_wait)
+    monkeypatch.setattr(RacingSolver, "solve", recorded_solve)
+    job = runner.SimulationJob(synthetic="small", duration_s=5, accounting="none", solver="race")
+    runner.run_job(job)
+    assert calls[:2] == ["wait_ready", "solve"]

@@ -146,5 +146,6 @@ def run_job(
     # not numba loading machine code (about 8 ms of a 0.4 ms round at 1,000 machines).
     warm_up(job.solver, job.solver_options)
     with Scheduler(job.policy, solver=job.solver, solver_options=job.solver_options) as scheduler:
+        scheduler.solver.wait_ready()  # a race's workers warm up in their own processes
         simulator = Simulator(scheduler, workload, job.config(), workload_name=job.describe())
         return simulator.run(progress)

@@ -163,6 +163,12 @@ class FlowSolver(ABC):
         """True if the cancel flag asks the current solve to stop (the kernels' own test)."""
         return bool(kernels.is_cancelled(self._cancel))
 
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until the solver can start a solve at once; True if it can. An in-process
+        solver can when it is built (`solvers.warmup.warm_up` loads its kernels first); a race
+        waits for its workers' warm-up."""
+        return True
+
     def close(self) -> None:
         """Release resources (worker processes, shared memory); the solver is unusable after."""
 

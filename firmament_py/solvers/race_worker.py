@@ -4,7 +4,8 @@
 pipe and flag descriptors, the parent's pid, the algorithm and its options as JSON. It does not
 use multiprocessing, so a worker never re-imports the parent's `__main__` (user scripts need no
 `if __name__ == "__main__"` guard), and it shares nothing with the parent but a socket and a
-16-byte cancel flag in shared memory. The protocol is described in `racing.py`.
+24-byte flag in shared memory (cancel, and whether it has warmed up). The protocol is described
+in `racing.py`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from firmament_py.solvers.base import (
 
 Int64Array = npt.NDArray[np.int64]
 
-# The shared cancel flag: [cancel solves numbered up to this, number of the solve running now].
-FLAG_BYTES = 16
+# The shared flag: [cancel solves numbered up to this, number of the solve running now, 1 once
+# the worker has warmed up and serves]. The solver polls the first two (its cancel flag).
+FLAG_BYTES = 24
 
 ERRORS: dict[str, type[SolverError]] = {
     "infeasible": InfeasibleError,
@@ -105,7 +107,8 @@ def worker_main(argv: list[str]) -> None:
 
     warm_up(algorithm, options)
     solver = make_solver_from_options(algorithm, options)
-    solver.use_cancel_flag(flag)
+    solver.use_cancel_flag(flag[:2])
+    flag[2] = 1  # warmed up: the parent may stop waiting (`RacingSolver.wait_ready`)
     base: Int64Array = np.zeros(0, dtype=np.int64)  # the last flow the parent knows we hold
     before_solve = base  # the base when the last solve began: what `adopt` deltas refer to
     solves = 0

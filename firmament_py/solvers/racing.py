@@ -107,7 +107,7 @@ class _Worker:
     process: subprocess.Popen[bytes]
     conn: mpc.Connection
     flag_map: mmap.mmap
-    flag: Int64Array  # [cancel solves up to this number, the solve running now]
+    flag: Int64Array  # [cancel solves up to this number, the solve running now, warmed up]
     # Commands to write, in order: a message, the bytes of a pickled one, None to end.
     outbox: queue.SimpleQueue[tuple[Any, ...] | bytes | None] = field(
         default_factory=queue.SimpleQueue
@@ -210,6 +210,19 @@ class RacingSolver(FlowSolver):
 
     def close(self) -> None:
         self._finalizer()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Wait until every live worker has warmed up (its kernels loaded) and serves, or has
+        died (the next race replaces it); False if `timeout` seconds pass first.
+
+        Workers warm up as they start, about a second; a race waits for them anyway, so this
+        only moves the wait out of the first solve (whose time would otherwise include it)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while any(w.flag[2] == 0 and w.process.poll() is None for w in self._live()):
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
 
     @property
     def worker_pids(self) -> list[int]:
