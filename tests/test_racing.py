@@ -494,10 +494,12 @@ def test_a_worker_dying_mid_race_without_a_snapshot_leaves_the_survivor_to_answe
         gc.collect()
         mirror.change_arc(int(mirror.arc_ids()[0]), cost=7)
         race.apply(mirror.take_changes())
+        pid = race.worker_pids[0]
         result = race.solve()  # DieOnSecond dies mid-solve; StallEven answers, nothing replaces it
         assert _winner(result.algorithm) == survives
         assert result.cost == SuccessiveShortestPathSolver().solve_graph(mirror.copy()).cost
         assert race.restarts == 0
+        assert _wait_dead([pid])  # if the race ended before its death was seen, the next sees it
         with pytest.raises(SolverError, match="the graph the race was bound to is gone"):
             race.solve()
     finally:
