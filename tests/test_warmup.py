@@ -16,7 +16,7 @@ from firmament_py.solvers.warmup import warm_up
 # A fresh interpreter: optionally warm up, then report which kernels numba has loaded.
 _PROBE = """
 import json, sys
-from firmament_py.flow import batch_rules, graph
+from firmament_py.flow import batch_rules, graph, placement
 from firmament_py.solvers import cost_scaling, kernels, relaxation
 from firmament_py.solvers.warmup import warm_up
 algorithm, options, warm = json.loads(sys.argv[1])
@@ -38,6 +38,7 @@ names = {
         (batch_rules, "_first_bad_value_row"),
     ],
 }[algorithm]
+names += [(placement, "_check_flow"), (placement, "_follow_units")]  # every round reads placements
 print(json.dumps({name: bool(getattr(module, name).signatures) for module, name in names}))
 """
 

@@ -1,4 +1,5 @@
-"""Load (or compile) a solver's kernels before its first real solve.
+"""Load (or compile) a solver's kernels, and those that read placements off its flow, before
+the first real round.
 
 numba loads a kernel's machine code from the cache the first time the kernel is called, and
 compiles it if the cache is cold; an incremental round calls kernels a from-scratch solve never
@@ -14,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from firmament_py.flow.graph import FlowGraph
+from firmament_py.flow.limits import NodeKind
+from firmament_py.flow.placement import extract_placement_array
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.registry import ALIASES, make_solver
@@ -32,7 +36,9 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
     """Run `algorithm` (with `options`) through a load, a solve from scratch, a round of changes
     and an incremental solve on a tiny cluster. A race's workers warm up as they start: for a
     race this takes only the caller's side through a round (the graph's snapshot, and the
-    batch checks a race makes while its workers apply a batch)."""
+    batch checks a race makes while its workers apply a batch). Either way it also reads a
+    placement off a flow, which every scheduling round does after its solve."""
+    _read_a_placement()
     name = ALIASES.get(algorithm, algorithm)
     if name == "race":
         cluster = _tiny_cluster()
@@ -57,3 +63,14 @@ def _tiny_cluster() -> ClusterGraph:
     return ClusterGraph(
         ClusterSpec(machines=4, slots_per_machine=2, machines_per_rack=2, waiting=6, seed=1)
     )
+
+
+def _read_a_placement() -> None:
+    """One task placed on one machine: loads the kernels that check a flow and follow it."""
+    graph = FlowGraph()
+    task = graph.add_node(supply=1, kind=NodeKind.TASK)
+    machine = graph.add_node(kind=NodeKind.LEAF)
+    sink = graph.add_node(supply=-1, kind=NodeKind.SINK)
+    graph.add_arc(task, machine, capacity=1, cost=0)
+    graph.add_arc(machine, sink, capacity=1, cost=0)
+    extract_placement_array(graph, [1, 1])
