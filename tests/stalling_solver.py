@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 
+from firmament_py.flow.changes import ChangeBatch
 from firmament_py.solvers import SolverCancelled, SuccessiveShortestPathSolver
 from firmament_py.solvers.base import Int64Array
 
@@ -96,3 +97,21 @@ class SlowToStart(SuccessiveShortestPathSolver):
     def __init__(self) -> None:
         time.sleep(1.0)
         super().__init__()
+
+
+class SlowToApply(_Staller):
+    """Once racing: its first solve takes half a second, each batch it applies two seconds, and
+    every later solve a tenth of a second."""
+
+    def apply(self, changes: ChangeBatch) -> None:
+        if self._racing:
+            time.sleep(2.0)
+        super().apply(changes)
+
+    def _run(self) -> dict[str, float]:
+        if self._racing:
+            time.sleep(0.5 if self._solves == 0 else 0.1)
+        return super()._run()
+
+    def _stalls_on(self, count: int) -> bool:
+        return False

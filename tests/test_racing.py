@@ -450,6 +450,25 @@ def test_a_held_worker_gets_a_batch_with_its_next_command(held_back: RacingSolve
     assert held.solves == 1
 
 
+def test_the_hedge_clock_waits_for_the_favourite_to_apply_its_batch() -> None:
+    # SlowToApply wins the first race in 0.5 s (StallAlways never answers), so the other joins
+    # a later race after 1.5 x 0.5 + 0.05 s. Its next batch takes 2 s to apply and its solve
+    # 0.1 s: counted from the apply, the favourite answers well inside the delay.
+    slow, never = "tests.stalling_solver:SlowToApply", "tests.stalling_solver:StallAlways"
+    race = RacingSolver(algorithms=(slow, never))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=22))
+        assert _winner(race.solve_graph(cluster.graph).algorithm) == slow
+        cluster.next_round(0.1)
+        result = race.solve_graph(cluster.graph)
+        assert _winner(result.algorithm) == slow
+        verify(cluster.graph, result)
+        held = next(w for w in race._workers if w.algorithm == never)
+        assert held.solves == 1  # the first race only: it was never started in the second
+    finally:
+        race.close()
+
+
 def test_a_worker_is_not_restarted_from_batches_without_their_snapshot() -> None:
     # Once the graph a race was bound to is gone, the batches applied since cannot rebuild a
     # worker on their own: the race says so instead of replaying them into an empty one, and

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import mmap
 import multiprocessing.connection as mpc
 import os
@@ -261,7 +262,7 @@ class RacingSolver(FlowSolver):
         self._last = (flow, potentials)
         # The favourite's time is its solve in the worker, not the race as the caller saw it:
         # that includes waiting for a fresh worker's warm-up (a second), which would hold the
-        # others back for as long next round. The hedge's slack covers the batch's hand-off.
+        # others back for as long next round. The hedge's slack covers the answer's trip back.
         self._favourite = (winner.algorithm, float(solver_time))
         return SolveResult(
             cost=int(cost),
@@ -295,9 +296,14 @@ class RacingSolver(FlowSolver):
             if not w.held:
                 self._send(w, ("solve",))
                 racing.add(id(w))
+        favourites = [w for w in self._live() if not w.held]
         # Replace dead workers while the live ones already solve; the new ones join the race.
         racing |= {id(w) for w in self._restart_dead()}
-        start_held_at = time.monotonic() + self._hedge_delay() if held else None
+        # The hedge's clock starts once the favourite has applied the batches before its solve
+        # (infinity until then): the others would have to apply them too before solving.
+        start_held_at = None
+        if held:
+            start_held_at = math.inf if _applying(favourites) else self._hedge_start()
         failures: list[str] = []
         died = 0
         while racing or start_held_at is not None:
@@ -311,7 +317,7 @@ class RacingSolver(FlowSolver):
                 start_held_at = None
                 continue
             try:
-                if start_held_at is None:
+                if start_held_at is None or start_held_at == math.inf:
                     w, reply = self._replies.get()
                 else:
                     w, reply = self._replies.get(timeout=max(0.0, start_held_at - time.monotonic()))
@@ -347,6 +353,8 @@ class RacingSolver(FlowSolver):
                             if tag == "refused"
                             else f"{w.algorithm} failed on {tag}: {reply[2]}"
                         )
+                if start_held_at == math.inf and not _applying(favourites):
+                    start_held_at = self._hedge_start()
                 continue
             if number != w.solves or id(w) not in racing:
                 continue  # the answer to an earlier, lost race
@@ -372,8 +380,9 @@ class RacingSolver(FlowSolver):
         On two cores a full race slows the usual winner down: every worker applies each batch
         and solves at once, sharing caches and memory bandwidth with the others and the caller.
         With `hedge` set, the last winner starts alone and the others join only if it has not
-        answered within `hedge` times its last solve time (plus 50 ms): the race then costs
-        little while the favourite stays fast, and still catches a round where it degrades.
+        answered within `hedge` times its last solve time (plus 50 ms) once it has applied the
+        round's batch: the race then costs little while the favourite stays fast, and still
+        catches a round where it degrades.
         """
         if self.hedge is None or self._favourite is None:
             return []
@@ -385,6 +394,10 @@ class RacingSolver(FlowSolver):
     def _hedge_delay(self) -> float:
         assert self.hedge is not None and self._favourite is not None
         return self.hedge * self._favourite[1] + _HEDGE_SLACK_SECONDS
+
+    def _hedge_start(self) -> float:
+        """When held workers join if the favourite has not answered, counted from now."""
+        return time.monotonic() + self._hedge_delay()
 
     def _stop_solve(self, w: _Worker) -> None:
         """Stop `w`'s latest solve if it is still running (its reply is still owed)."""
@@ -522,6 +535,11 @@ class RacingSolver(FlowSolver):
             self._send(fresh, ("solve",))
             fresh_workers.append(fresh)
         return fresh_workers
+
+
+def _applying(workers: list[_Worker]) -> bool:
+    """Whether any of the live `workers` still owes a reply to a batch or snapshot."""
+    return any(w.alive and tag != "solve" for w in workers for tag, _ in w.owed)
 
 
 def _sender(w: _Worker, _replies: object) -> None:
