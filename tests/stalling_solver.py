@@ -115,3 +115,31 @@ class SlowToApply(_Staller):
 
     def _stalls_on(self, count: int) -> bool:
         return False
+
+
+class DieOnApply(_Staller):
+    """Takes a second to build; once racing, its worker process exits as it applies a batch."""
+
+    def __init__(self) -> None:
+        time.sleep(1.0)
+        super().__init__()
+
+    def apply(self, changes: ChangeBatch) -> None:
+        if self._racing:
+            os._exit(3)
+        super().apply(changes)
+
+    def _stalls_on(self, count: int) -> bool:
+        return False
+
+
+class HangOnApply(_Staller):
+    """Once racing, hangs for half a minute in every batch it applies."""
+
+    def apply(self, changes: ChangeBatch) -> None:
+        if self._racing:
+            time.sleep(30.0)
+        super().apply(changes)
+
+    def _stalls_on(self, count: int) -> bool:
+        return False

@@ -30,6 +30,7 @@ from firmament_py.solvers import (
     SolverError,
     SuccessiveShortestPathSolver,
     make_solver,
+    racing,
 )
 from firmament_py.solvers.optimality import verify
 from firmament_py.solvers.race_worker import apply_delta, flow_delta
@@ -469,6 +470,41 @@ def test_the_hedge_clock_waits_for_the_favourite_to_apply_its_batch() -> None:
         race.close()
 
 
+def test_held_workers_start_at_once_when_the_favourite_dies_applying_its_batch() -> None:
+    # DieOnApply wins the first race (StallEven stalls on its first solve) and dies applying
+    # the next batch. StallEven, held back, must start then and not wait for the replacement,
+    # which takes two seconds to start and a load before it could solve.
+    dies, held = "tests.stalling_solver:DieOnApply", "tests.stalling_solver:StallEven"
+    race = RacingSolver(algorithms=(dies, held))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=23))
+        assert _winner(race.solve_graph(cluster.graph).algorithm) == dies
+        cluster.next_round(0.1)
+        result = race.solve_graph(cluster.graph)
+        assert _winner(result.algorithm) == held
+        verify(cluster.graph, result)
+        assert race.restarts == 1
+    finally:
+        race.close()
+
+
+def test_held_workers_start_after_a_grace_when_the_favourite_hangs_applying(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(racing, "_APPLY_GRACE_SECONDS", 0.5)
+    hangs, held = "tests.stalling_solver:HangOnApply", "tests.stalling_solver:StallEven"
+    race = RacingSolver(algorithms=(hangs, held))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=24))
+        assert _winner(race.solve_graph(cluster.graph).algorithm) == hangs
+        cluster.next_round(0.1)
+        result = race.solve_graph(cluster.graph)  # without the backstop: half a minute
+        assert _winner(result.algorithm) == held
+        verify(cluster.graph, result)
+    finally:
+        race.close()
+
+
 def test_a_worker_is_not_restarted_from_batches_without_their_snapshot() -> None:
     # Once the graph a race was bound to is gone, the batches applied since cannot rebuild a
     # worker on their own: the race says so instead of replaying them into an empty one, and
@@ -531,6 +567,7 @@ def test_wait_ready_waits_for_every_worker_to_warm_up_or_die() -> None:
     try:
         assert not race.wait_ready(timeout=0.2)  # its warm-up alone takes a second
         assert race.wait_ready()
+        assert all(w.flag[2] == 1 for w in race._workers)  # every worker, not just the first
         cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=20))
         verify(cluster.graph, race.solve_graph(cluster.graph))
     finally:
@@ -552,9 +589,10 @@ def test_an_in_process_solver_is_ready_when_built() -> None:
     assert SuccessiveShortestPathSolver().wait_ready(timeout=0)
 
 
-def test_hedge_must_not_be_negative() -> None:
+@pytest.mark.parametrize("hedge", [-1.0, float("nan"), float("inf")])
+def test_hedge_must_be_a_finite_non_negative_number(hedge: float) -> None:
     with pytest.raises(ValueError, match="hedge"):
-        RacingSolver(hedge=-1.0)
+        RacingSolver(hedge=hedge)
 
 
 def test_the_hedge_delay_counts_the_favourites_solve_not_the_warm_up() -> None:

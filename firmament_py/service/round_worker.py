@@ -70,7 +70,8 @@ def run_worker(endpoint: str, daemon_pid: int | None = None) -> None:
                     solver_options=options["solver_options"],
                     state=pickle.loads(parts[0]),
                 )
-                scheduler.solver.wait_ready()  # a race's workers warm up in their own processes
+                # A race's workers warm up in their own processes; past a minute, go on.
+                scheduler.solver.wait_ready(timeout=60.0)
                 socket.send_multipart([b"ready"])
                 continue
             if scheduler is None:

@@ -146,6 +146,7 @@ def run_job(
     # not numba loading machine code (about 8 ms of a 0.4 ms round at 1,000 machines).
     warm_up(job.solver, job.solver_options)
     with Scheduler(job.policy, solver=job.solver, solver_options=job.solver_options) as scheduler:
-        scheduler.solver.wait_ready()  # a race's workers warm up in their own processes
+        # A race's workers warm up in their own processes; past a minute (a cold cache), go on.
+        scheduler.solver.wait_ready(timeout=60.0)
         simulator = Simulator(scheduler, workload, job.config(), workload_name=job.describe())
         return simulator.run(progress)

@@ -94,6 +94,10 @@ _HEDGE_SLACK_SECONDS = 0.05
 # How long a cancelled worker may go on before it is killed and replaced (checked per race).
 _CANCEL_GRACE_SECONDS = 30.0
 
+# How much longer than the hedge's delay held workers wait for a favourite still applying the
+# round's batch (a backstop: an apply may hang).
+_APPLY_GRACE_SECONDS = 10.0
+
 _DIED = None  # what a receiver thread reports when its worker's socket closes
 
 
@@ -147,8 +151,8 @@ class RacingSolver(FlowSolver):
         hedge: float | None = DEFAULT_HEDGE,
     ) -> None:
         super().__init__()
-        if hedge is not None and hedge < 0:
-            raise ValueError(f"hedge must be None or at least 0, got {hedge}")
+        if hedge is not None and not (math.isfinite(hedge) and hedge >= 0):
+            raise ValueError(f"hedge must be None or a finite number at least 0, got {hedge}")
         self.hedge = hedge
         if len(algorithms) < 1:
             raise ValueError("a race needs at least one algorithm")
@@ -216,8 +220,9 @@ class RacingSolver(FlowSolver):
         """Wait until every live worker has warmed up (its kernels loaded) and serves, or has
         died (the next race replaces it); False if `timeout` seconds pass first.
 
-        Workers warm up as they start, about a second; a race waits for them anyway, so this
-        only moves the wait out of the first solve (whose time would otherwise include it)."""
+        Workers warm up as they start, about a second; the first race waits for the first of
+        them, so this moves that wait, and the slower worker's, out of the first solve (whose
+        time would otherwise include it)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while any(w.flag[2] == 0 and w.process.poll() is None for w in self._live()):
             if deadline is not None and time.monotonic() >= deadline:
@@ -299,14 +304,18 @@ class RacingSolver(FlowSolver):
         favourites = [w for w in self._live() if not w.held]
         # Replace dead workers while the live ones already solve; the new ones join the race.
         racing |= {id(w) for w in self._restart_dead()}
-        # The hedge's clock starts once the favourite has applied the batches before its solve
-        # (infinity until then): the others would have to apply them too before solving.
+        # The hedge's clock starts once the favourite has answered the batches sent before its
+        # solve, or died (the others would have to apply them too before solving). While it
+        # applies, a backstop bounds the wait: an apply can hang too.
+        clock_waits = bool(held) and _applying(favourites)
         start_held_at = None
         if held:
-            start_held_at = math.inf if _applying(favourites) else self._hedge_start()
+            start_held_at = self._hedge_start() + (_APPLY_GRACE_SECONDS if clock_waits else 0.0)
         failures: list[str] = []
         died = 0
         while racing or start_held_at is not None:
+            if clock_waits and not _applying(favourites):  # applied, or died
+                clock_waits, start_held_at = False, self._hedge_start()
             if start_held_at is not None and (not racing or time.monotonic() >= start_held_at):
                 # The favourite is late (or failed): the others join the race after all.
                 for x in self._live():
@@ -314,10 +323,10 @@ class RacingSolver(FlowSolver):
                         x.held = False
                         self._send(x, ("solve",))
                         racing.add(id(x))
-                start_held_at = None
+                clock_waits, start_held_at = False, None
                 continue
             try:
-                if start_held_at is None or start_held_at == math.inf:
+                if start_held_at is None:
                     w, reply = self._replies.get()
                 else:
                     w, reply = self._replies.get(timeout=max(0.0, start_held_at - time.monotonic()))
@@ -353,8 +362,6 @@ class RacingSolver(FlowSolver):
                             if tag == "refused"
                             else f"{w.algorithm} failed on {tag}: {reply[2]}"
                         )
-                if start_held_at == math.inf and not _applying(favourites):
-                    start_held_at = self._hedge_start()
                 continue
             if number != w.solves or id(w) not in racing:
                 continue  # the answer to an earlier, lost race
@@ -538,7 +545,8 @@ class RacingSolver(FlowSolver):
 
 
 def _applying(workers: list[_Worker]) -> bool:
-    """Whether any of the live `workers` still owes a reply to a batch or snapshot."""
+    """Whether any of the live `workers` still owes a reply to anything but a solve (a batch,
+    a snapshot, a sync)."""
     return any(w.alive and tag != "solve" for w in workers for tag, _ in w.owed)
 
 
@@ -558,18 +566,21 @@ def _sender(w: _Worker, _replies: object) -> None:
 def _receiver(
     w: _Worker, replies: queue.SimpleQueue[tuple[_Worker, tuple[Any, ...] | None]]
 ) -> None:
-    """Hand every reply of `w` to the caller's thread; report the end of its socket."""
-    try:
+    """Hand every reply of `w` to the caller's thread; report the end of its socket (or
+    anything else that ends the stream, garbage included: the worker is then lost), and close
+    it."""
+    with contextlib.suppress(Exception):
         while True:
             replies.put((w, w.conn.recv()))
-    except (EOFError, OSError, ValueError):
-        replies.put((w, _DIED))
+    replies.put((w, _DIED))
+    with contextlib.suppress(Exception):
+        w.conn.close()
 
 
 def _shared_flag_fd() -> int:
-    """A file descriptor of zeroed bytes that parent and worker both map (the cancel flag)."""
+    """A file descriptor of zeroed bytes that parent and worker both map (the shared flag)."""
     if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("firmament-race-cancel")
+        fd = os.memfd_create("firmament-race-flag")
     else:  # pragma: no cover - non-Linux
         fd, path = tempfile.mkstemp(prefix="firmament-race-")
         os.unlink(path)
@@ -588,8 +599,8 @@ def _stop(w: _Worker, *, graceful: bool) -> None:
         w.process.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         w.process.wait(timeout=5.0)
-    with contextlib.suppress(Exception):
-        w.conn.close()
+    # The socket is the receiver thread's to close, once it has read the end of file: closed
+    # here, its number could be reused by a new worker's socket under that thread's read.
 
 
 def _shutdown(workers: list[_Worker]) -> None:
