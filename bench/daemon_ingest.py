@@ -259,6 +259,11 @@ def request_path_us(machines: int, batch: int = 1, events: int = 20_000) -> floa
     return elapsed / events * 1e6
 
 
+def client_processes(args: argparse.Namespace) -> int:
+    """How many processes run the clients (`--processes`, 0 meaning one per client)."""
+    return max(1, min(int(args.processes) or int(args.clients), int(args.clients)))
+
+
 def _other_cpus() -> set[int]:
     """Every CPU but CPU 0, which `--pin` leaves to the daemon's request loop."""
     return set(range(1, os.cpu_count() or 2))
@@ -333,7 +338,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             context = multiprocessing.get_context("spawn")
             out = context.Queue()
             start = time.time() + 2.0
-            processes = max(1, min(args.processes or args.clients, args.clients))
+            processes = client_processes(args)
             workers = [
                 context.Process(
                     target=clients_main,
@@ -432,7 +437,7 @@ def main() -> None:
     pace = f"offered {args.rate:,.0f} events/s" if args.rate else "unpaced"
     print(
         f"median of {len(runs)} ({args.machines} machines, {args.clients} clients "
-        f"in {max(1, min(args.processes or args.clients, args.clients))} processes, "
+        f"in {client_processes(args)} processes, "
         f"window {args.window}, batch {args.batch}, {pace}, round every {args.round_ms} ms, "
         f"fsync {args.fsync}, policy {args.policy}{', pinned' if args.pin else ''}):"
     )

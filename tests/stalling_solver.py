@@ -79,16 +79,20 @@ class StallFromFifth(_Staller):
         return count >= 4
 
 
-class DieOnSecond(_Staller):
+class _NeverStalls(_Staller):
+    """A solver of this module that misbehaves in some other way than stalling."""
+
+    def _stalls_on(self, count: int) -> bool:
+        return False
+
+
+class DieOnSecond(_NeverStalls):
     """Solves its first race; its worker process exits in the middle of the second."""
 
     def _run(self) -> dict[str, float]:
         if self._racing and self._solves == 1:
             os._exit(3)
         return super()._run()
-
-    def _stalls_on(self, count: int) -> bool:
-        return False
 
 
 class SlowToStart(SuccessiveShortestPathSolver):
@@ -99,7 +103,7 @@ class SlowToStart(SuccessiveShortestPathSolver):
         super().__init__()
 
 
-class SlowToApply(_Staller):
+class SlowToApply(_NeverStalls):
     """Once racing: its first solve takes half a second, each batch it applies two seconds, and
     every later solve a tenth of a second."""
 
@@ -113,11 +117,8 @@ class SlowToApply(_Staller):
             time.sleep(0.5 if self._solves == 0 else 0.1)
         return super()._run()
 
-    def _stalls_on(self, count: int) -> bool:
-        return False
 
-
-class DieOnApply(_Staller):
+class DieOnApply(_NeverStalls):
     """Takes a second to build; once racing, its worker process exits as it applies a batch."""
 
     def __init__(self) -> None:
@@ -129,17 +130,11 @@ class DieOnApply(_Staller):
             os._exit(3)
         super().apply(changes)
 
-    def _stalls_on(self, count: int) -> bool:
-        return False
 
-
-class HangOnApply(_Staller):
+class HangOnApply(_NeverStalls):
     """Once racing, hangs for half a minute in every batch it applies."""
 
     def apply(self, changes: ChangeBatch) -> None:
         if self._racing:
             time.sleep(30.0)
         super().apply(changes)
-
-    def _stalls_on(self, count: int) -> bool:
-        return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
@@ -451,23 +452,31 @@ def test_a_held_worker_gets_a_batch_with_its_next_command(held_back: RacingSolve
     assert held.solves == 1
 
 
+@contextlib.contextmanager
+def _second_round(favourite: str, other: str, seed: int) -> Iterator[tuple[RacingSolver, str]]:
+    """A race of `favourite` and `other` whose first round `favourite` wins: yields the race
+    and the winner of its second round, whose answer is checked."""
+    race = RacingSolver(algorithms=(favourite, other))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=seed))
+        assert _winner(race.solve_graph(cluster.graph).algorithm) == favourite
+        cluster.next_round(0.1)
+        result = race.solve_graph(cluster.graph)
+        verify(cluster.graph, result)
+        yield race, _winner(result.algorithm)
+    finally:
+        race.close()
+
+
 def test_the_hedge_clock_waits_for_the_favourite_to_apply_its_batch() -> None:
     # SlowToApply wins the first race in 0.5 s (StallAlways never answers), so the other joins
     # a later race after 1.5 x 0.5 + 0.05 s. Its next batch takes 2 s to apply and its solve
     # 0.1 s: counted from the apply, the favourite answers well inside the delay.
     slow, never = "tests.stalling_solver:SlowToApply", "tests.stalling_solver:StallAlways"
-    race = RacingSolver(algorithms=(slow, never))
-    try:
-        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=22))
-        assert _winner(race.solve_graph(cluster.graph).algorithm) == slow
-        cluster.next_round(0.1)
-        result = race.solve_graph(cluster.graph)
-        assert _winner(result.algorithm) == slow
-        verify(cluster.graph, result)
+    with _second_round(slow, never, seed=22) as (race, winner):
+        assert winner == slow
         held = next(w for w in race._workers if w.algorithm == never)
         assert held.solves == 1  # the first race only: it was never started in the second
-    finally:
-        race.close()
 
 
 def test_held_workers_start_at_once_when_the_favourite_dies_applying_its_batch() -> None:
@@ -475,17 +484,9 @@ def test_held_workers_start_at_once_when_the_favourite_dies_applying_its_batch()
     # the next batch. StallEven, held back, must start then and not wait for the replacement,
     # which takes two seconds to start and a load before it could solve.
     dies, held = "tests.stalling_solver:DieOnApply", "tests.stalling_solver:StallEven"
-    race = RacingSolver(algorithms=(dies, held))
-    try:
-        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=23))
-        assert _winner(race.solve_graph(cluster.graph).algorithm) == dies
-        cluster.next_round(0.1)
-        result = race.solve_graph(cluster.graph)
-        assert _winner(result.algorithm) == held
-        verify(cluster.graph, result)
+    with _second_round(dies, held, seed=23) as (race, winner):
+        assert winner == held
         assert race.restarts == 1
-    finally:
-        race.close()
 
 
 def test_held_workers_start_after_a_grace_when_the_favourite_hangs_applying(
@@ -493,16 +494,8 @@ def test_held_workers_start_after_a_grace_when_the_favourite_hangs_applying(
 ) -> None:
     monkeypatch.setattr(racing, "_APPLY_GRACE_SECONDS", 0.5)
     hangs, held = "tests.stalling_solver:HangOnApply", "tests.stalling_solver:StallEven"
-    race = RacingSolver(algorithms=(hangs, held))
-    try:
-        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=24))
-        assert _winner(race.solve_graph(cluster.graph).algorithm) == hangs
-        cluster.next_round(0.1)
-        result = race.solve_graph(cluster.graph)  # without the backstop: half a minute
-        assert _winner(result.algorithm) == held
-        verify(cluster.graph, result)
-    finally:
-        race.close()
+    with _second_round(hangs, held, seed=24) as (_, winner):  # without the backstop: 30 s
+        assert winner == held
 
 
 def test_a_worker_is_not_restarted_from_batches_without_their_snapshot() -> None:
