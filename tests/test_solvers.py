@@ -36,6 +36,7 @@ from firmament_py.solvers.base import (
     UnboundedError,
 )
 from firmament_py.solvers.cost_scaling import CostScalingSolver
+from firmament_py.solvers.network import ResidualNetwork
 from firmament_py.solvers.optimality import OptimalityError, verify
 from firmament_py.solvers.relaxation import RelaxationSolver
 from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
@@ -443,6 +444,28 @@ def test_snapshot_rows_load_alike_in_any_order(seed: int) -> None:
         solver.load(batch)
         costs.append(solver.solve().cost)
     assert costs[0] == costs[1]
+
+
+@examples(150)
+@given(spec=graph_specs(max_nodes=15, max_arcs=50), rounds=st.integers(0, 2))
+def test_a_network_built_from_a_graph_equals_one_loaded_from_its_snapshot(
+    spec: GraphSpec, rounds: int
+) -> None:
+    # `solve_graph` builds from the graph's arrays (`load_graph`) rather than from a snapshot's
+    # rows: the two must give the same arrays, slot for slot, with holes in the ids and lower
+    # bounds; and so on a scheduling graph after rounds of churn.
+    graphs = [spec.build()]
+    cluster = ClusterGraph(ClusterSpec(machines=6, running=0.5, waiting=8, seed=rounds))
+    for _ in range(rounds):
+        cluster.next_round(churn=0.3)
+    graphs.append(cluster.graph)
+    for graph in graphs:
+        from_rows, from_graph = ResidualNetwork(), ResidualNetwork()
+        from_rows.load(graph.snapshot())
+        from_graph.load_graph(graph)
+        for name, array in from_rows.arrays._asdict().items():
+            np.testing.assert_array_equal(getattr(from_graph.arrays, name), array, err_msg=name)
+        from_graph.check()
 
 
 def test_cost_scaling_alpha_must_be_at_least_two() -> None:

@@ -17,7 +17,7 @@ from firmament_py.solvers.warmup import warm_up
 _PROBE = """
 import json, sys
 from firmament_py.flow import batch_rules, graph, placement
-from firmament_py.solvers import cost_scaling, kernels, relaxation
+from firmament_py.solvers import cost_scaling, kernels, network, relaxation
 from firmament_py.solvers.warmup import warm_up
 algorithm, options, warm = json.loads(sys.argv[1])
 if warm:
@@ -39,7 +39,10 @@ names = {
     ],
 }[algorithm]
 names += [(placement, "_check_flow"), (placement, "_follow_units")]  # every round reads placements
-print(json.dumps({name: bool(getattr(module, name).signatures) for module, name in names}))
+loaded = {name: bool(getattr(module, name).signatures) for module, name in names}
+if algorithm != "race":  # a network is built from a graph's arrays, or from a snapshot's rows
+    loaded["_build_network"] = len(network._build_network.signatures) == 2
+print(json.dumps(loaded))
 """
 
 

@@ -392,6 +392,46 @@ def snapshot_problem(rows: Int64Array) -> str | None:
     problem = _first_value_problem(rows)
     if problem:
         return problem
+    if _orderly_snapshot(rows):
+        return None
+    return _snapshot_shape_problem(rows)
+
+
+@kernel
+def _orderly_snapshot(rows: Int64Array) -> bool:  # pragma: no cover - compiled
+    """Whether a snapshot whose rows are each valid is loadable and laid out as
+    `FlowGraph.snapshot` writes it: nodes, then arcs, ids increasing, every arc end among the
+    nodes. One compiled pass for the common case; False only means `_snapshot_shape_problem`
+    must look (it accepts everything this does, and other orders too)."""
+    last_node = 0
+    last_arc = -1
+    nodes = 0
+    for i in range(rows.shape[0]):
+        op = rows[i, COL_OP]
+        ident = rows[i, COL_ID]
+        if op == OP_ADD_NODE:
+            if last_arc >= 0 or ident <= last_node:
+                return False
+            last_node = ident
+            nodes += 1
+        elif op == OP_ADD_ARC:
+            if ident <= last_arc:
+                return False
+            last_arc = ident
+        else:
+            return False
+    present = np.zeros(last_node + 1, dtype=np.bool_)
+    for i in range(nodes):
+        present[rows[i, COL_ID]] = True
+    for i in range(nodes, rows.shape[0]):
+        src, dst = rows[i, ARC_SRC], rows[i, ARC_DST]
+        if src > last_node or dst > last_node or not present[src] or not present[dst]:
+            return False
+    return True
+
+
+def _snapshot_shape_problem(rows: Int64Array) -> str | None:
+    """`snapshot_problem` past the value checks, for rows in any order, vectorised."""
     ops = rows[:, COL_OP]
     is_node = ops == ChangeOp.ADD_NODE
     other = np.flatnonzero(~is_node & (ops != ChangeOp.ADD_ARC))

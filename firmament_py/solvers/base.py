@@ -126,7 +126,7 @@ class FlowSolver(ABC):
         """Solve `graph`, consuming its pending changes (a new graph is loaded whole)."""
         bound = self._graph_ref() if self._graph_ref is not None else None
         if bound is not graph or not self._loaded:
-            self.load(graph.snapshot())
+            self._load_graph(graph)
             graph.discard_changes()
             self._graph_ref = weakref.ref(graph)
         else:
@@ -177,6 +177,13 @@ class FlowSolver(ABC):
     @abstractmethod
     def _run(self) -> dict[str, float]:
         """Make the network's flow optimal; return statistics. Raise InfeasibleError."""
+
+    def _load_graph(self, graph: FlowGraph) -> None:
+        """`load(graph.snapshot())`, built from the graph's arrays instead (no snapshot to write
+        and check)."""
+        self.network.load_graph(graph)
+        self._loaded = True
+        self._after_load()
 
     def _after_load(self) -> None:
         """Called after a snapshot is loaded (flows are zero, potentials zero)."""

@@ -539,6 +539,7 @@ class CostScalingSolver(FlowSolver):
         self.warm_epsilon = warm_epsilon
         self._scale = 1
         self._fresh = True
+        self._zero = True  # flow and prices are all zero (as a load leaves them)
         self._work: list[Int64Array] = []
         self._exact: Int64Array = np.zeros(0, dtype=np.int64)
         self._exact_valid = False
@@ -548,6 +549,7 @@ class CostScalingSolver(FlowSolver):
 
     def _after_load(self) -> None:
         self._fresh = True
+        self._zero = True
         self._exact_valid = False
 
     def _before_changes(self, changes: ChangeBatch) -> None:
@@ -567,6 +569,7 @@ class CostScalingSolver(FlowSolver):
         n = min(len(potentials), len(a.price))
         a.price[:n] = potentials[:n] * self._scale
         self._fresh = False
+        self._zero = False
         self._exact_valid = False
 
     def potentials(self) -> Int64Array:
@@ -627,8 +630,9 @@ class CostScalingSolver(FlowSolver):
         stats = np.zeros(9, dtype=np.int64)
         fresh = self._fresh or not self.incremental
         if fresh:
-            a.price[:] = 0
-            self.network.set_flows(np.zeros(self.network.arc_bound, dtype=np.int64))
+            if not self._zero:
+                a.price[:] = 0
+                self.network.set_flows(np.zeros(self.network.arc_bound, dtype=np.int64))
             eps = max(1, max_cost * scale)
         else:
             # Epsilon restarts at the worst violation, or (Firmament section 6.2) at least at
@@ -639,6 +643,7 @@ class CostScalingSolver(FlowSolver):
             eps = max(1, int(kernels.worst_violation(a, scale, False)))
             if self.warm_epsilon == "largest-change":
                 eps = max(eps, self._max_change * scale)
+        self._zero = False
         self._max_change = 0
         # Global updates (see `global_updates`): on warm starts by default, where a small
         # epsilon would otherwise crawl towards paths far dearer than the prices allow; from

@@ -54,7 +54,7 @@ from firmament_py.flow.changes import (
     OP_SET_SUPPLY,
     ChangeBatch,
 )
-from firmament_py.flow.graph import INFINITE_CAPACITY
+from firmament_py.flow.graph import INFINITE_CAPACITY, FlowGraph
 from firmament_py.jit import kernel
 
 Int64Array = npt.NDArray[np.int64]
@@ -112,6 +112,21 @@ class ResidualArrays(NamedTuple):
     dirty: Int64Array
     fresh: Int64Array
     meta: Int64Array
+
+
+class WholeNetwork(NamedTuple):
+    """A whole network as columns, the i-th node or arc of each together: what `load` reads
+    from a snapshot's rows and `load_graph` from a graph's arrays."""
+
+    node_ids: Int64Array
+    supply: Int64Array
+    kind: Int64Array
+    arc_ids: Int64Array
+    src: Int64Array
+    dst: Int64Array
+    low: Int64Array
+    cap: Int64Array
+    cost: Int64Array
 
 
 def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArrays:
@@ -575,24 +590,47 @@ class ResidualNetwork:
         if not batch.reset:
             raise ValueError("load() needs a reset batch (FlowGraph.snapshot())")
         rows = batch.rows
-        is_node = rows[:, COL_OP] == OP_ADD_NODE
-        k = int(np.count_nonzero(is_node))
-        if is_node[:k].all():  # nodes first, as snapshots list them: views, not copies
+        k, nodes_first = _count_nodes(rows)
+        if nodes_first:  # as snapshots list them: views, not copies
             nodes, arcs = rows[:k], rows[k:]
         else:
+            is_node = rows[:, COL_OP] == OP_ADD_NODE
             nodes, arcs = rows[is_node], rows[~is_node]
-        n = int(nodes[:, COL_ID].max()) + 1 if len(nodes) else 2
-        m = int(arcs[:, COL_ID].max()) + 1 if len(arcs) else 1
-        out_deg = np.bincount(arcs[:, ARC_SRC], minlength=n).astype(np.int64)
-        in_deg = np.bincount(arcs[:, ARC_DST], minlength=n).astype(np.int64)
-        room = out_deg + in_deg + _SLACK
-        slots = int(room.sum()) + 2
+        self._build(
+            WholeNetwork(
+                nodes[:, COL_ID],
+                nodes[:, NODE_SUPPLY],
+                nodes[:, NODE_KIND],
+                arcs[:, COL_ID],
+                *(arcs[:, col] for col in (ARC_SRC, ARC_DST, ARC_LOW, ARC_CAP, ARC_COST)),
+            )
+        )
+
+    def load_graph(self, graph: FlowGraph) -> None:
+        """Drop everything and build `graph`'s network from its arrays: the network its
+        snapshot would give, without writing the snapshot and checking it (a `FlowGraph` only
+        ever holds a valid graph)."""
+        g = graph.arrays()
+        nodes, arcs = graph.node_ids(), graph.arc_ids()
+        self._build(
+            WholeNetwork(
+                nodes,
+                g.supply[nodes],
+                g.node_kind[nodes].astype(np.int64),
+                arcs,
+                *(column[arcs] for column in (g.src, g.dst, g.low, g.cap, g.cost)),
+            )
+        )
+
+    def _build(self, whole: WholeNetwork) -> None:
+        """Lay out a whole network, with room to grow by `_LOAD_ROOM`."""
+        n, m, out_deg, in_deg = _id_bounds_and_degrees(whole)
+        slots = int(out_deg.sum() + in_deg.sum()) + _SLACK * n + 2
         self.arrays = empty_arrays(*(int(x * (1 + _LOAD_ROOM)) for x in (n, m, slots)))
-        self.apply(batch.__class__(nodes, reset=False), lean=True)
-        _build_blocks(self.arrays, arcs, out_deg, in_deg)
+        _build_network(self.arrays, whole, out_deg, in_deg)
         self.clear_work()
 
-    def apply(self, batch: ChangeBatch, *, lean: bool = False) -> None:
+    def apply(self, batch: ChangeBatch) -> None:
         """Apply a batch of changes; flows and potentials of untouched arcs and nodes are kept."""
         if batch.reset:
             self.load(batch)
@@ -610,8 +648,7 @@ class ResidualNetwork:
         max_arc = int(arc_rows[:, COL_ID].max()) if len(arc_rows) else 0
         self._ensure(max_node + 1, max_arc + 1)
         removals = int(np.count_nonzero(rows[:, COL_OP] == OP_REMOVE_NODE))
-        if not lean:
-            self._ensure_work(2 * len(rows) + 16 * removals + 64)
+        self._ensure_work(2 * len(rows) + 16 * removals + 64)
         start = 0
         while True:
             status, start, need = apply_rows(self.arrays, rows, start)
@@ -728,10 +765,44 @@ class ResidualNetwork:
 
 
 @kernel
-def _build_blocks(
-    net: ResidualArrays, arcs: Int64Array, out_deg: Int64Array, in_deg: Int64Array
+def _count_nodes(rows: Int64Array) -> tuple[int, bool]:  # pragma: no cover
+    """How many rows add nodes, and whether they all come before the others."""
+    count = 0
+    first = True
+    for i in range(rows.shape[0]):
+        if rows[i, COL_OP] == OP_ADD_NODE:
+            first = first and count == i
+            count += 1
+    return count, first
+
+
+@kernel
+def _id_bounds_and_degrees(
+    whole: WholeNetwork,
+) -> tuple[int, int, Int64Array, Int64Array]:  # pragma: no cover
+    """Node and arc id bounds of a whole network, and every node's out- and in-degree."""
+    n = 2
+    for i in range(len(whole.node_ids)):
+        n = max(n, whole.node_ids[i] + 1)
+    m = 1
+    for i in range(len(whole.arc_ids)):
+        m = max(m, whole.arc_ids[i] + 1)
+    out_deg = np.zeros(n, dtype=np.int64)
+    in_deg = np.zeros(n, dtype=np.int64)
+    for i in range(len(whole.arc_ids)):
+        out_deg[whole.src[i]] += 1
+        in_deg[whole.dst[i]] += 1
+    return n, m, out_deg, in_deg
+
+
+@kernel
+def _build_network(
+    net: ResidualArrays, whole: WholeNetwork, out_deg: Int64Array, in_deg: Int64Array
 ) -> None:  # pragma: no cover
-    """Lay out all blocks at once for a freshly loaded network (a counting sort by tail)."""
+    """Add every node, then lay out all blocks at once (a counting sort of the arcs by tail)."""
+    node_ids, supply, kind, arc_ids, src, dst, low, cap, cost = whole
+    for i in range(len(node_ids)):
+        _add_node(net, node_ids[i], supply[i], kind[i])
     top = 0
     for v in range(len(net.first)):
         if net.alive[v]:
@@ -744,38 +815,38 @@ def _build_blocks(
     # reverse slots follow the forward ones; reuse `price` as the reverse cursor, reset below
     for v in range(len(net.first)):
         net.price[v] = 0
-    for i in range(len(arcs)):
-        k = arcs[i, COL_ID]
-        u = arcs[i, ARC_SRC]
-        v = arcs[i, ARC_DST]
+    for i in range(len(arc_ids)):
+        k = arc_ids[i]
+        u = src[i]
+        v = dst[i]
         sf = net.first[u] + net.mark[u]
         net.mark[u] += 1
         sr = net.first[v] + net.nfwd[v] + net.price[v]
         net.price[v] += 1
-        low = arcs[i, ARC_LOW]
+        residual = cap[i] - low[i]
         net.head[sf] = v
         net.head[sr] = u
-        net.cost[sf] = arcs[i, ARC_COST]
-        net.cost[sr] = -arcs[i, ARC_COST]
-        net.rescap[sf] = arcs[i, ARC_CAP] - low
+        net.cost[sf] = cost[i]
+        net.cost[sr] = -cost[i]
+        net.rescap[sf] = residual
         net.rescap[sr] = 0
-        net.paircap[sf] = arcs[i, ARC_CAP] - low
-        net.paircap[sr] = arcs[i, ARC_CAP] - low
-        net.meta[NEG_UNCAPACITATED] += _neg_uncapacitated(arcs[i, ARC_CAP], arcs[i, ARC_COST])
+        net.paircap[sf] = residual
+        net.paircap[sr] = residual
+        net.meta[NEG_UNCAPACITATED] += _neg_uncapacitated(cap[i], cost[i])
         net.label[sf] = 2 * k
         net.label[sr] = 2 * k + 1
         net.mate[sf] = sr
         net.mate[sr] = sf
         net.fwd[k] = sf
-        net.low[k] = low
-        net.excess[u] -= low
-        net.excess[v] += low
+        net.low[k] = low[i]
+        net.excess[u] -= low[i]
+        net.excess[v] += low[i]
     for v in range(len(net.first)):
         net.mark[v] = 0
         net.price[v] = 0
     net.meta[TOP] = top
     net.meta[DEAD] = 0
-    net.meta[LIVE_ARCS] = len(arcs)
+    net.meta[LIVE_ARCS] = len(arc_ids)
 
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)

@@ -196,6 +196,9 @@ class RacingSolver(FlowSolver):
             self._history.append(changes)
         self._last = None
 
+    def _load_graph(self, graph: FlowGraph) -> None:
+        self.load(graph.snapshot())  # the workers load it; the caller keeps no network
+
     def solve_graph(self, graph: FlowGraph) -> SolveResult:
         result = super().solve_graph(graph)
         self._history = []  # the bound graph itself is the record from now on

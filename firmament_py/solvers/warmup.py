@@ -52,7 +52,8 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
         cluster = _tiny_cluster()
         solver = make_solver(algorithm, **{**own, **extra})
         try:
-            cluster.observe(solver.solve_graph(cluster.graph).flow)
+            solver.load(cluster.graph.snapshot())  # how a race worker loads a graph
+            cluster.observe(solver.solve_graph(cluster.graph).flow)  # how everyone else does
             cluster.next_round(churn=0.5)
             solver.solve_graph(cluster.graph)
         finally:
