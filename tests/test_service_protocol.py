@@ -6,6 +6,7 @@ them twice, and the journal survives a cut tail but not silent corruption."""
 from __future__ import annotations
 
 import copy
+import itertools
 import pickle
 from pathlib import Path
 from typing import Any
@@ -474,3 +475,80 @@ def test_a_batch_applies_each_request_once() -> None:
 def test_a_bad_batch_is_refused_whole(requests: list[Any], words: str) -> None:
     with pytest.raises(ProtocolError, match=words):
         request("batch", {"requests": requests})
+
+
+# ---------------------------------------------------------------------- the plain paths
+
+
+def _near_plain_items() -> list[Any]:
+    """Batch items near the plain shapes (a task submitted with just its job, a task removed),
+    valid or not in every way the general checks look at: every combination."""
+    missing = object()
+    task_ids = [-1, 0, 5, 2**63 - 1, 2**63, True, "1", 1.0, missing]
+    job_ids = ["j", "", 0, b"j", missing]
+    extras: list[dict[str, Any]] = [{}, {"priority": 0}, {"reason": ""}]
+    kinds = ["task_submitted", "task_removed", "task_completed", "x", missing]
+    items = []
+    for task_id, job_id, extra, kind, stray in itertools.product(
+        task_ids, job_ids, extras, kinds, [False, True]
+    ):
+        body = {"task_id": task_id, "job_id": job_id, **extra}
+        item = {"type": kind, "body": {k: v for k, v in body.items() if v is not missing}}
+        if stray:
+            item["x"] = 1
+        items.append({k: v for k, v in item.items() if v is not missing})
+    return items
+
+
+def test_a_plain_batch_item_is_one_the_general_checks_accept_as_it_is() -> None:
+    # `_plain_item` lets the commonest batch items skip the general checks: each one it lets
+    # through must be one those checks would accept, unchanged.
+    from firmament_py.service import protocol
+
+    passed = 0
+    for item in _near_plain_items():
+        if protocol._plain_item(item):
+            assert item.keys() == {"type", "body"}
+            spec = REQUEST_FIELDS[item["type"]]
+            assert protocol._checked_map("body", item["body"], spec) == item["body"]
+            passed += 1
+    assert passed == 6  # task 0, 5 or 2**63 - 1, submitted to job "j" or removed
+
+
+_STEPS = st.lists(
+    st.tuples(st.sampled_from(["task_submitted", "task_removed"]), st.integers(0, 5)),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=_STEPS)
+def test_the_plain_path_changes_the_state_as_events_do(steps: list[tuple[str, int]]) -> None:
+    # Plain submissions and removals go through the cluster's trusted calls, not events: the
+    # replies, the records and the state must be those of the events' way, and replaying the
+    # records (always through events) must give the same state again.
+    from firmament_py.service import state as state_module
+
+    def run(plain: bool) -> tuple[list[Any], list[Any], bytes]:
+        with pytest.MonkeyPatch.context() as patch:
+            if not plain:
+                patch.setattr(state_module, "_PLAIN_FIELDS", {})
+            service = ServiceState()
+            answers, records = [], []
+            for index, (kind, task_id) in enumerate(steps):
+                body: dict[str, Any] = {"task_id": task_id}
+                if kind == "task_submitted":
+                    body["job_id"] = f"j{task_id % 2}"
+                items = [{"type": kind, "body": body}]
+                reply, more = service.apply_batch(
+                    request("batch", {"requests": items}, f"b{index}"), index
+                )
+                answers.append(reply.body["answers"])
+                records += more
+            return answers, records, pickle.dumps(service.snapshot())
+
+    plain, events = run(plain=True), run(plain=False)
+    assert plain == events
+    replayed = ServiceState()
+    replayed.replay(copy.deepcopy(plain[1]))
+    assert pickle.dumps(replayed.snapshot()) == plain[2]

@@ -46,7 +46,7 @@ from firmament_py.model.events import (
     TaskUpdated,
 )
 from firmament_py.model.ids import JobId, MachineId, PodId, RackId, TaskId, Time, check_time
-from firmament_py.model.labels import matches
+from firmament_py.model.labels import NO_LABELS, Labels, LabelSelector, matches
 from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.model.states import (
     FINAL_STATES,
@@ -180,7 +180,15 @@ class ClusterState:
         transitions: tuple[TaskTransition, ...]
         match event:
             case TaskSubmitted():
-                transitions = self._submit(event)
+                transitions = self._submit(
+                    event.time,
+                    event.task_id,
+                    event.job_id,
+                    event.request,
+                    event.priority,
+                    event.labels,
+                    event.selectors,
+                )
             case TaskCompleted():
                 task = self.task(event.task_id)
                 transitions = (
@@ -193,7 +201,7 @@ class ClusterState:
                 )
                 task.failure_reason = event.reason
             case TaskRemoved():
-                transitions = (self._remove_task(event),)
+                transitions = (self._remove_task(event.time, event.task_id),)
             case TaskUpdated():
                 self._update_task(event)
                 transitions = ()
@@ -221,32 +229,40 @@ class ClusterState:
         self._now = event.time
         return transitions
 
-    def _submit(self, event: TaskSubmitted) -> tuple[TaskTransition, ...]:
-        if event.task_id in self._tasks:
-            existing = self._tasks[event.task_id]
+    def _submit(
+        self,
+        time: Time,
+        task_id: TaskId,
+        job_id: JobId,
+        request: Resources,
+        priority: int,
+        labels: Labels,
+        selectors: tuple[LabelSelector, ...],
+    ) -> tuple[TaskTransition, ...]:
+        if task_id in self._tasks:
+            existing = self._tasks[task_id]
             raise ClusterError(
-                f"task {event.task_id} already exists (job {existing.job_id!r}, "
-                f"{existing.state.value})"
+                f"task {task_id} already exists (job {existing.job_id!r}, {existing.state.value})"
             )
-        job = self._jobs.get(event.job_id)
+        job = self._jobs.get(job_id)
         if job is None:
-            job = Job(event.job_id, event.task_id, event.priority, event.time)
-            self._jobs[job.job_id] = job
+            job = Job(job_id, task_id, priority, time)
+            self._jobs[job_id] = job
         task = Task(
-            task_id=event.task_id,
-            job_id=event.job_id,
-            request=event.request,
-            priority=event.priority,
-            labels=event.labels,
-            selectors=event.selectors,
-            submit_time=event.time,
+            task_id=task_id,
+            job_id=job_id,
+            request=request,
+            priority=priority,
+            labels=labels,
+            selectors=selectors,
+            submit_time=time,
         )
-        self._tasks[task.task_id] = task
-        job.task_ids[task.task_id] = None
-        return (self._transition(task, TaskState.RUNNABLE, event.time, TransitionCause.SUBMITTED),)
+        self._tasks[task_id] = task
+        job.task_ids[task_id] = None
+        return (self._transition(task, TaskState.RUNNABLE, time, TransitionCause.SUBMITTED),)
 
-    def _remove_task(self, event: TaskRemoved) -> TaskTransition:
-        task = self.task(event.task_id)
+    def _remove_task(self, time: Time, task_id: TaskId) -> TaskTransition:
+        task = self.task(task_id)
         from_machine = self._detach(task) if task.state is TaskState.RUNNING else None
         del self._tasks[task.task_id]
         self._runnable.pop(task.task_id, None)
@@ -255,8 +271,28 @@ class ClusterState:
         if not job.task_ids:
             del self._jobs[job.job_id]
         return TaskTransition(
-            event.time, task.task_id, task.state, None, TransitionCause.REMOVED, from_machine
+            time, task.task_id, task.state, None, TransitionCause.REMOVED, from_machine
         )
+
+    # ------------------------------------------------------------------ trusted calls
+
+    # What `apply` does for the commonest events, for a caller that has checked the values
+    # (the daemon's protocol checks every field's type and range) and so needs no event
+    # object: a time (an int64), a task id (a non-negative int64), a non-empty job id. The
+    # state is still checked (time order; a task is not submitted twice, nor a missing one
+    # removed), and nothing changes on ClusterError.
+
+    def trusted_submit(self, time: Time, task_id: TaskId, job_id: JobId) -> None:
+        """`apply(TaskSubmitted(time=time, task_id=task_id, job_id=job_id))`."""
+        self._check_order(time)
+        self._submit(time, task_id, job_id, NO_RESOURCES, 0, NO_LABELS, ())
+        self._now = time
+
+    def trusted_remove(self, time: Time, task_id: TaskId) -> None:
+        """`apply(TaskRemoved(time=time, task_id=task_id))`."""
+        self._check_order(time)
+        self._remove_task(time, task_id)
+        self._now = time
 
     def _update_task(self, event: TaskUpdated) -> None:
         task = self.task(event.task_id)
@@ -492,6 +528,9 @@ class ClusterState:
 
     def _check_time(self, time: Time) -> None:
         check_time(time)
+        self._check_order(time)
+
+    def _check_order(self, time: Time) -> None:
         if time < self._now:
             raise ClusterError(
                 f"time {time} is before the cluster's current time {self._now}; "
