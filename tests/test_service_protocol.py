@@ -524,31 +524,48 @@ _STEPS = st.lists(
 @settings(max_examples=150, deadline=None)
 @given(steps=_STEPS)
 def test_the_plain_path_changes_the_state_as_events_do(steps: list[tuple[str, int]]) -> None:
-    # Plain submissions and removals go through the cluster's trusted calls, not events: the
-    # replies, the records and the state must be those of the events' way, and replaying the
-    # records (always through events) must give the same state again.
+    # Plain submissions and removals go through the trusted calls of the cluster state and the
+    # scheduler, not events, both when the daemon applies them and when its records are
+    # replayed (into a recovering state, or the scheduling process's replica). Every reply,
+    # record, state and round must be what the events' way gives.
+    from firmament_py.scheduler import Scheduler
     from firmament_py.service import state as state_module
 
-    def run(plain: bool) -> tuple[list[Any], list[Any], bytes]:
+    def run(plain: bool) -> tuple[Any, ...]:
         with pytest.MonkeyPatch.context() as patch:
             if not plain:
                 patch.setattr(state_module, "_PLAIN_FIELDS", {})
             service = ServiceState()
-            answers, records = [], []
+            _, first = service.apply_request(request("node_added", {"machines": [MACHINE]}), 0)
+            answers, records = [], [first]
             for index, (kind, task_id) in enumerate(steps):
                 body: dict[str, Any] = {"task_id": task_id}
                 if kind == "task_submitted":
                     body["job_id"] = f"j{task_id % 2}"
                 items = [{"type": kind, "body": body}]
                 reply, more = service.apply_batch(
-                    request("batch", {"requests": items}, f"b{index}"), index
+                    request("batch", {"requests": items}, f"b{index}"), index + 1
                 )
                 answers.append(reply.body["answers"])
                 records += more
-            return answers, records, pickle.dumps(service.snapshot())
+            recovered = ServiceState()
+            recovered.replay(copy.deepcopy(records))
+            scheduler = Scheduler("trivial", solver="ssp")
+            placed = []
+            for index, record in enumerate(records):  # with rounds between some records
+                state_module.replay(scheduler, record)
+                if index % 5 == 4:
+                    placed.append(scheduler.run_round().deltas)
+            placed.append(scheduler.run_round().deltas)
+            return (
+                answers,
+                records,
+                pickle.dumps(service.snapshot()),
+                pickle.dumps(recovered.snapshot()),
+                placed,
+                pickle.dumps(scheduler.state),
+            )
 
     plain, events = run(plain=True), run(plain=False)
     assert plain == events
-    replayed = ServiceState()
-    replayed.replay(copy.deepcopy(plain[1]))
-    assert pickle.dumps(replayed.snapshot()) == plain[2]
+    assert plain[2] == plain[3]  # recovery gives the state the daemon had

@@ -48,9 +48,10 @@ from firmament_py.model.events import (
     TaskCompleted,
     TaskFailed,
     TaskRemoved,
+    TaskSubmitted,
     TaskUpdated,
 )
-from firmament_py.model.ids import MachineId, TaskId, Time
+from firmament_py.model.ids import JobId, MachineId, TaskId, Time
 from firmament_py.model.states import TaskTransition
 from firmament_py.scheduler.decisions import (
     Decision,
@@ -200,6 +201,26 @@ class Scheduler:
                 self._queued.append(event)
                 return None
             return self._apply_event(event)
+
+    def trusted_submit(self, time: Time, task_id: TaskId, job_id: JobId) -> None:
+        """`handle(TaskSubmitted(time=time, task_id=task_id, job_id=job_id))` for values the
+        caller has checked, without the event (`ClusterState.trusted_submit`): the daemon's
+        replica replays most of its records this way."""
+        with self._lock:
+            if self._in_round:
+                self._queued.append(TaskSubmitted(time=time, task_id=task_id, job_id=job_id))
+                return
+            self.state.trusted_submit(time, task_id, job_id)
+            self.graph_manager.mark_changed((task_id,))
+
+    def trusted_remove(self, time: Time, task_id: TaskId) -> None:
+        """`handle(TaskRemoved(time=time, task_id=task_id))`, likewise."""
+        with self._lock:
+            if self._in_round:
+                self._queued.append(TaskRemoved(time=time, task_id=task_id))
+                return
+            self.state.trusted_remove(time, task_id)
+            self.graph_manager.mark_changed((task_id,))
 
     def _apply_event(self, event: ClusterEvent) -> tuple[TaskTransition, ...]:
         transitions = self.state.apply(event)

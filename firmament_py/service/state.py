@@ -97,6 +97,12 @@ class Replica(Protocol):
     def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome:
         """Apply decisions, reporting those the state refuses."""
 
+    def trusted_submit(self, time: Time, task_id: int, job_id: str) -> None:
+        """A plain submission, without the event (see `ClusterState.trusted_submit`)."""
+
+    def trusted_remove(self, time: Time, task_id: int) -> None:
+        """A plain removal, without the event."""
+
 
 class StateReplica:
     """A cluster state as a `Replica`: events and decisions applied directly."""
@@ -110,6 +116,12 @@ class StateReplica:
     def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome:
         return apply_decisions(self.state, decisions)
 
+    def trusted_submit(self, time: Time, task_id: int, job_id: str) -> None:
+        self.state.trusted_submit(time, task_id, job_id)
+
+    def trusted_remove(self, time: Time, task_id: int) -> None:
+        self.state.trusted_remove(time, task_id)
+
 
 def _advance(state: ClusterState, time: Time) -> None:
     if time > state.now:
@@ -122,11 +134,19 @@ def replay(replica: Replica, record: Mapping[str, Any]) -> None:
     time = record["time"]
     if kind == "request":
         _advance(replica.state, time)
-        for event in events_of(record["type"], record["body"], time):
-            try:
+        request_type, body = record["type"], record["body"]
+        plain = _PLAIN_FIELDS.get(request_type)
+        try:
+            if plain is not None and body.keys() <= plain:  # as `ServiceState` applied it
+                if request_type == "task_submitted":
+                    replica.trusted_submit(time, body["task_id"], body["job_id"])
+                else:
+                    replica.trusted_remove(time, body["task_id"])
+                return
+            for event in events_of(request_type, body, time):
                 replica.handle(event)
-            except (ClusterError, ValueError, TypeError) as error:
-                raise ReplayError(f"record {record['seq']}: {error}") from error
+        except (ClusterError, ValueError, TypeError) as error:
+            raise ReplayError(f"record {record['seq']}: {error}") from error
     elif kind == "decisions":
         _advance(replica.state, time)
         decisions = [decision_from_wire(item) for item in record["deltas"]]
