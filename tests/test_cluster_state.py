@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -117,6 +117,55 @@ def test_duplicate_and_unknown_task_ids_are_refused_without_change() -> None:
     for event in unknown:
         refused(cluster, partial(cluster.apply, event), "unknown task 9")
     refused(cluster, lambda: cluster.job("nope"), "unknown job 'nope'")
+
+
+def test_the_trusted_calls_refuse_what_apply_refuses_without_change() -> None:
+    cluster = cluster_with(machine("m"), submit(1, "j", time=10))
+    cluster.place(1, "m", time=10)
+    refused(cluster, lambda: cluster.trusted_submit(11, 1, "other"), "task 1 already exists")
+    refused(cluster, lambda: cluster.trusted_remove(11, 9), "unknown task 9")
+    refused(cluster, lambda: cluster.trusted_submit(9, 2, "j"), "time 9 is before .* 10")
+    refused(cluster, lambda: cluster.trusted_remove(9, 1), "time 9 is before .* 10")
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps=st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 2)), max_size=25))
+def test_the_trusted_calls_change_the_state_as_events_do(
+    steps: list[tuple[bool, int, int]],
+) -> None:
+    # `trusted_submit` and `trusted_remove` are `apply` of a plain TaskSubmitted or
+    # TaskRemoved without the event: the same state after every step, the same refusals.
+    by_events, trusted = cluster_with(machine("m")), cluster_with(machine("m"))
+    for time, (adding, task_id, wait) in enumerate(steps, start=1):
+        job = f"j{task_id % 2}"
+        outcomes = []
+        for cluster, change in (
+            (
+                by_events,
+                partial(
+                    by_events.apply,
+                    submit(task_id, job, time=time * wait)
+                    if adding
+                    else TaskRemoved(time=time * wait, task_id=task_id),
+                ),
+            ),
+            (
+                trusted,
+                partial(trusted.trusted_submit, time * wait, task_id, job)
+                if adding
+                else partial(trusted.trusted_remove, time * wait, task_id),
+            ),
+        ):
+            try:
+                change()
+                outcomes.append("ok")
+            except ClusterError as error:
+                outcomes.append(str(error))
+            if task_id == 4 and outcomes[-1] == "ok" and adding:
+                cluster.place(task_id, "m", time=cluster.now)  # some tasks run when removed
+        assert outcomes[0] == outcomes[1]
+        assert snapshot(trusted) == snapshot(by_events)
+    trusted.validate()
 
 
 def test_completing_a_task_that_does_not_run_is_an_illegal_transition() -> None:
