@@ -21,6 +21,7 @@ from typing import Any, BinaryIO, TextIO, TypeVar
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -401,12 +402,17 @@ def simulate(policy: str, solver: str, out: str, plots: bool, quiet: bool, **wor
             write_summary_json(summarize(result), directory / "summary.json"),
         ]
     for row in bad_rows[:10]:
-        err.print(f"[yellow]bad trace row skipped:[/yellow] {row}", highlight=False)
+        # The row's own text may hold brackets (not markup), and its path must stay one line.
+        err.print(
+            f"[yellow]bad trace row skipped:[/yellow] {escape(str(row))}",
+            highlight=False,
+            soft_wrap=True,
+        )
     if len(bad_rows) > 10:
         err.print(f"[yellow]... and {len(bad_rows) - 10} more bad rows[/yellow]")
     if not quiet:
         Console().print(summary_table(summarize(result)))
-        err.print(f"wrote {len(paths)} files to {directory}/")
+        err.print(f"wrote {len(paths)} files to {escape(str(directory))}/", soft_wrap=True)
 
 
 @main.command()
@@ -480,7 +486,7 @@ def sweep(
     paths = result.write(Path(out), metric)
     if not quiet:
         Console().print(result.table(metric))
-        err.print(f"wrote {len(paths)} files to {out}/")
+        err.print(f"wrote {len(paths)} files to {escape(str(out))}/", soft_wrap=True)
     if result.failed:
         raise click.ClickException(f"{len(result.failed)} of {len(spec)} runs failed (see above)")
 
@@ -526,7 +532,7 @@ def experiment(name: str, scale: str, out: str | None, quiet: bool) -> None:
     if not quiet:
         Console().print(result.table)
         Console().print(result.medians_table())
-        err.print(f"wrote the results to {directory}/")
+        err.print(f"wrote the results to {escape(str(directory))}/", soft_wrap=True)
 
 
 # Commands that live beside the code they drive.

@@ -88,14 +88,16 @@ def test_bad_trace_rows_are_reported_or_refused(tmp_path: Path) -> None:
     packed.unlink()
     bad_line = 2  # early in the file: the reader stops at the first row after the window
     (trace / "task_events" / "part-00001-of-00002.csv").write_text(
-        "\n".join([rows[0], "this,is,not,a,task,event", *rows[1:]]) + "\n"
+        "\n".join([rows[0], "this,is,[red]not,a,task,event", *rows[1:]]) + "\n"
     )
     common = ["simulate", "--trace", str(trace), "--accounting", "none", "--no-plots"]
     common += ["--duration", "1e6"]  # the whole sample
     lenient = CliRunner().invoke(main, [*common, "--out", str(tmp_path / "a"), "--quiet"])
     assert lenient.exit_code == 0, lenient.output
     assert "bad trace row skipped" in lenient.output
+    # The path stays on one line however long it is, and the row's brackets are not markup.
     assert f"part-00001-of-00002.csv:{bad_line}" in lenient.output
+    assert "[red]not" in lenient.output
     strict = CliRunner().invoke(main, [*common, "--strict", "--out", str(tmp_path / "b")])
     assert strict.exit_code != 0
     assert f"part-00001-of-00002.csv:{bad_line}" in strict.output

@@ -9,6 +9,7 @@ from types import FrameType
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from firmament_py.sdk import available_policies
 from firmament_py.service.daemon import DaemonConfig, DaemonError, SchedulingDaemon
@@ -126,7 +127,7 @@ def serve(
     err = Console(stderr=True)
     err.print(
         f"firmament-py daemon on [bold]{daemon.endpoint}[/] (policy {policy}, solver {solver}, "
-        f"journal {journal}: {status['machines']} machines, {status['tasks']} tasks, "
+        f"journal {escape(str(journal))}: {status['machines']} machines, {status['tasks']} tasks, "
         f"record {status['seq']})"
     )
     daemon.serve()

@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from firmament_py.workflows import ALGORITHMS, schedule_workflow
@@ -121,7 +122,7 @@ def schedule(
             "schedules": [s.to_dict() | {"ratio": ratio(s)} for s in schedules],
         }
         json_out.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-        console.print(f"schedules written to {json_out}")
+        console.print(f"schedules written to {escape(str(json_out))}", soft_wrap=True)
 
 
 @workflow.command()
@@ -187,4 +188,4 @@ def generate(
         work = WORKFLOW_TYPES[kind](rng, shape, "")
     platform = Platform.links(machines) if machines is not None else None
     write_workflow(output, work, platform, name=f"{kind}-seed{seed}")
-    Console().print(f"{output}: {kind}, {work.describe()}")
+    Console().print(f"{escape(str(output))}: {kind}, {work.describe()}", soft_wrap=True)

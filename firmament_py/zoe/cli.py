@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from firmament_py.zoe.application import ApplicationError, applications_from_json
@@ -147,7 +148,7 @@ def simulate(
     console = Console()
     console.print(summary_table(result))
     for record in result.refused[:10]:
-        console.print(f"refused: {record.refused}")
+        console.print(f"refused: {escape(str(record.refused))}")
 
 
 @zoe.command("sorting")
