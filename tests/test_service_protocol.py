@@ -534,7 +534,7 @@ def test_the_plain_path_changes_the_state_as_events_do(steps: list[tuple[str, in
     def run(plain: bool) -> tuple[Any, ...]:
         with pytest.MonkeyPatch.context() as patch:
             if not plain:
-                patch.setattr(state_module, "_PLAIN_FIELDS", {})
+                patch.setattr(state_module, "is_plain", lambda kind, body: False)
             service = ServiceState()
             _, first = service.apply_request(request("node_added", {"machines": [MACHINE]}), 0)
             answers, records = [], [first]
@@ -569,3 +569,16 @@ def test_the_plain_path_changes_the_state_as_events_do(steps: list[tuple[str, in
     plain, events = run(plain=True), run(plain=False)
     assert plain == events
     assert plain[2] == plain[3]  # recovery gives the state the daemon had
+
+
+def test_an_unchecked_request_with_bad_values_is_refused_not_applied() -> None:
+    # A `Request` built by hand skips the protocol's checks; a plain-looking one with bad values
+    # must not take the trusted way (which trusts them), but be refused, the state unchanged.
+    service = ServiceState()
+    before = fingerprint(service)
+    for body in ({"task_id": -1, "job_id": "j"}, {"task_id": 1, "job_id": ""}):
+        reply, record = service.apply_request(Request("r", "task_submitted", body), 1)
+        assert reply.status is Status.INVALID and record is None
+    reply, record = service.apply_request(Request("r", "task_removed", {"task_id": True}), 1)
+    assert reply.status is not Status.OK and record is None
+    assert fingerprint(service) == before

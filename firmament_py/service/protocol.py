@@ -63,6 +63,7 @@ __all__ = [
     "encode_reply",
     "encode_request",
     "events_of",
+    "is_plain",
 ]
 
 PROTOCOL_VERSION = 1
@@ -325,25 +326,27 @@ def _batch(path: str, value: Any) -> list[dict[str, Any]]:
     return checked
 
 
-def _plain_item(item: Any) -> bool:
-    """Whether a batch item is a task submitted with nothing but its job, or a task removed,
-    with valid values: most of a busy daemon's traffic, recognised without the general checks
-    (and the paths their errors would name)."""
-    if type(item) is not dict or len(item) != 2:
-        return False
-    body = item.get("body")
+def is_plain(kind: Any, body: Any) -> bool:
+    """Whether a request is a task submitted with nothing but its job, or a task removed, with
+    valid values: most of a busy daemon's traffic. Such a request passes every field check as
+    it is, and `ServiceState` applies it (and replays its record) without building events."""
     if type(body) is not dict:
         return False
     task_id = body.get("task_id")
     if type(task_id) is not int or not 0 <= task_id <= INT64_MAX:
         return False
-    kind = item.get("type")
     if kind == "task_removed":
         return len(body) == 1
     if kind == "task_submitted":
         job_id = body.get("job_id")
         return len(body) == 2 and type(job_id) is str and job_id != ""
     return False
+
+
+def _plain_item(item: Any) -> bool:
+    """Whether a batch item is `{"type": T, "body": B}` with T and B plain (`is_plain`):
+    recognised without the general checks and the paths their errors would name."""
+    return type(item) is dict and len(item) == 2 and is_plain(item.get("type"), item.get("body"))
 
 
 _ENVELOPE_KEYS = frozenset({"v", "id", "type", "body"})

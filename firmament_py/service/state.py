@@ -52,6 +52,7 @@ from firmament_py.service.protocol import (
     decision_from_wire,
     decision_to_wire,
     events_of,
+    is_plain,
 )
 
 __all__ = [
@@ -67,13 +68,6 @@ DEFAULT_DEDUP_WINDOW = 200_000
 
 _OK, _INVALID = Status.OK.value, Status.INVALID.value
 _NOT_FOUND, _ALREADY_EXISTS = Status.NOT_FOUND.value, Status.ALREADY_EXISTS.value
-
-# The requests most of a busy daemon's traffic is made of, with the fields they may give for
-# `_apply_plain` to take them: a task submitted with nothing but its job, a task removed.
-_PLAIN_FIELDS: dict[str, frozenset[str]] = {
-    "task_submitted": frozenset({"task_id", "job_id"}),
-    "task_removed": frozenset({"task_id"}),
-}
 
 DEFAULT_LIST = 1_000
 """Tasks or machines a `tasks` or `machines` reply lists when the request gives no `limit`."""
@@ -135,9 +129,8 @@ def replay(replica: Replica, record: Mapping[str, Any]) -> None:
     if kind == "request":
         _advance(replica.state, time)
         request_type, body = record["type"], record["body"]
-        plain = _PLAIN_FIELDS.get(request_type)
         try:
-            if plain is not None and body.keys() <= plain:  # as `ServiceState` applied it
+            if is_plain(request_type, body):  # as `ServiceState` applied it
                 if request_type == "task_submitted":
                     replica.trusted_submit(time, body["task_id"], body["job_id"])
                 else:
@@ -262,8 +255,7 @@ class ServiceState:
         seq = self._applied.get(request_id)
         if seq is not None:
             return _OK, "already applied", {"seq": seq}, None
-        plain = _PLAIN_FIELDS.get(kind)
-        if plain is not None and body.keys() <= plain:
+        if is_plain(kind, body):
             refused = self._apply_plain(kind, body["task_id"], body, time)
             if refused is not None:
                 return refused
@@ -302,7 +294,7 @@ class ServiceState:
     def _apply_plain(
         self, kind: str, task_id: int, body: Mapping[str, Any], time: Time
     ) -> tuple[str, str, dict[str, Any], None] | None:
-        """Apply a plain submission or removal (`_PLAIN_FIELDS`) through the cluster's trusted
+        """Apply a plain submission or removal (`protocol.is_plain`) through the cluster's trusted
         calls, which take the protocol's checked values without building events; or the
         refusal that the events' way would give."""
         cluster = self.cluster
