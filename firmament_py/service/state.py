@@ -131,10 +131,7 @@ def replay(replica: Replica, record: Mapping[str, Any]) -> None:
         request_type, body = record["type"], record["body"]
         try:
             if is_plain(request_type, body):  # as `ServiceState` applied it
-                if request_type == "task_submitted":
-                    replica.trusted_submit(time, body["task_id"], body["job_id"])
-                else:
-                    replica.trusted_remove(time, body["task_id"])
+                _apply_plain(replica, request_type, body, time)
                 return
             for event in events_of(request_type, body, time):
                 replica.handle(event)
@@ -148,6 +145,15 @@ def replay(replica: Replica, record: Mapping[str, Any]) -> None:
             raise ReplayError(f"record {record['seq']}: refused {outcome.refused[0]}")
     else:
         raise ReplayError(f"record {record.get('seq')}: unknown kind {kind!r}")
+
+
+def _apply_plain(replica: Replica, kind: str, body: Mapping[str, Any], time: Time) -> None:
+    """Apply a plain request (`protocol.is_plain`) through the replica's trusted calls, which
+    take its checked values without building events."""
+    if kind == "task_submitted":
+        replica.trusted_submit(time, body["task_id"], body["job_id"])
+    else:
+        replica.trusted_remove(time, body["task_id"])
 
 
 @dataclass
@@ -256,9 +262,11 @@ class ServiceState:
         if seq is not None:
             return _OK, "already applied", {"seq": seq}, None
         if is_plain(kind, body):
-            refused = self._apply_plain(kind, body["task_id"], body, time)
+            refused = self._plain_refusal(kind, body["task_id"])
             if refused is not None:
                 return refused
+            _advance(self.cluster, time)
+            _apply_plain(self._replica, kind, body, time)
         else:
             try:
                 events = events_of(kind, body, time)
@@ -291,23 +299,16 @@ class ServiceState:
         }
         return _OK, "", {"seq": seq}, record
 
-    def _apply_plain(
-        self, kind: str, task_id: int, body: Mapping[str, Any], time: Time
+    def _plain_refusal(
+        self, kind: str, task_id: int
     ) -> tuple[str, str, dict[str, Any], None] | None:
-        """Apply a plain submission or removal (`protocol.is_plain`) through the cluster's trusted
-        calls, which take the protocol's checked values without building events; or the
-        refusal that the events' way would give."""
-        cluster = self.cluster
-        if kind == "task_submitted":
-            if task_id in cluster.tasks:
-                return _ALREADY_EXISTS, f"task {task_id} already exists", {}, None
-            _advance(cluster, time)
-            cluster.trusted_submit(time, task_id, body["job_id"])
-        else:
-            if task_id not in cluster.tasks:
-                return _NOT_FOUND, f"no task {task_id}", {}, None
-            _advance(cluster, time)
-            cluster.trusted_remove(time, task_id)
+        """For a plain request (`protocol.is_plain`): the refusal `_refusal` would give its
+        event, or None."""
+        exists = task_id in self.cluster.tasks
+        if kind == "task_submitted" and exists:
+            return _ALREADY_EXISTS, f"task {task_id} already exists", {}, None
+        if kind == "task_removed" and not exists:
+            return _NOT_FOUND, f"no task {task_id}", {}, None
         return None
 
     def _refusal(self, events: list[ClusterEvent]) -> Reply | None:
