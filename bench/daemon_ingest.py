@@ -302,6 +302,8 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
                 f"tcp://127.0.0.1:{pub}",
                 "--decision-chunk",
                 str(args.decision_chunk),
+                "--snapshot-every",
+                str(args.snapshot_every),
             ],
             stderr=subprocess.DEVNULL,
         )
@@ -422,9 +424,12 @@ def main() -> None:
         help="the daemon's request loop alone on CPU 0, everything else on the others (Linux)",
     )
     parser.add_argument(
-        "--decision-chunk", type=int, default=256, help="the daemon's --decision-chunk"
+        "--decision-chunk", type=int, default=64, help="the daemon's --decision-chunk"
     )
     parser.add_argument("--fsync", default="always", choices=("always", "interval", "never"))
+    parser.add_argument(
+        "--snapshot-every", type=int, default=100_000, help="the daemon's records between snapshots"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     costs = [request_path_us(args.machines, args.batch) for _ in range(3)]

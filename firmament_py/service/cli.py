@@ -68,7 +68,7 @@ __all__ = ["keys", "serve"]
 @click.option(
     "--decision-chunk",
     type=click.IntRange(1),
-    default=256,
+    default=64,
     show_default=True,
     help="A round's decisions applied per turn of the request loop (smaller: shorter pauses).",
 )

@@ -13,8 +13,9 @@ scheduling rounds, so requests are answered while a round runs. The loop, in ord
    `decide`; when its decisions come back, apply them to the state `decision_chunk` at a time,
    one chunk per turn between the turns' requests, so that a round placing thousands of tasks
    does not hold up requests (a decision about a task that finished meanwhile is refused);
-   journal and forward each chunk's record; after the last, answer the `schedule` requests
-   with the round's deltas and publish them on the PUB socket.
+   journal and forward each chunk's record (flushed with the next turn's replies, not on its
+   own: no reply goes out before what it may show is safe); after the last, flush, answer the
+   `schedule` requests with the round's deltas and publish them on the PUB socket.
 
 On start the journal is recovered (the last snapshot, then the records after it) before the
 sockets bind; every `snapshot_every` records a forked child writes a snapshot that bounds the
@@ -104,7 +105,7 @@ class DaemonConfig:
     """`schedule` requests waiting beyond this many get OVERLOADED."""
     batch: int = 1_000
     """Requests read per loop turn (then the journal is flushed and replies are sent)."""
-    decision_chunk: int = 256
+    decision_chunk: int = 64
     """A round's decisions applied per loop turn (a round's migrations go in one chunk)."""
     dedup_window: int = DEFAULT_DEDUP_WINDOW
     curve: CurveServerKeys | None = None
@@ -367,16 +368,19 @@ class SchedulingDaemon:
             if frame is not None:
                 replies.append([identity, frame])
         self._commit(records)
+        self.journal.flush()  # these records, and any chunk's before them: see `_commit`
         for reply in replies:
             self._router.send_multipart(reply)
 
     def _commit(self, records: list[dict[str, Any]]) -> None:
-        """Journal `records` as one frame and flush, forward the frame to the scheduling
-        process, and start a snapshot when one is due."""
+        """Queue `records` in the journal as one frame, forward the frame to the scheduling
+        process, and start a snapshot when one is due. The caller flushes before it answers
+        anything: a reply, even a read, may show these records' effects, so they must be as
+        safe as the fsync policy says first. A round's chunk is not flushed on its own; the
+        next turn's replies, or the round's answer, flush it (one fsync instead of two)."""
         if records:
             payload = _pack(records)
             self.journal.append_packed(payload, len(records))
-            self.journal.flush()
             self._worker.send_multipart([b"records", payload])
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
             if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
@@ -516,6 +520,7 @@ class SchedulingDaemon:
             self._commit([] if record is None else [record])
         if current.chunks:
             return
+        self.journal.flush()  # before the round's answer acknowledges its decisions
         self.rounds += 1
         body = {
             "round": answer["round"],
@@ -537,6 +542,7 @@ class SchedulingDaemon:
     ) -> None:
         if self._round is None or self._round.round_id != round_id:
             return
+        self.journal.flush()  # the chunks applied so far, even if the round failed after them
         for identity, request_id in self._round.waiters:
             reply = encode_reply(request_id, status, reason, body)
             self._router.send_multipart([identity, reply])
