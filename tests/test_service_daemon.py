@@ -428,7 +428,9 @@ def test_a_dead_scheduling_process_is_restarted(running: Running) -> None:
         assert [d.task for d in placed.deltas] == [1]
 
 
-def test_a_round_is_applied_a_chunk_per_turn_and_answered_whole(tmp_path: Path) -> None:
+def test_a_round_is_applied_a_chunk_per_turn_journaled_and_answered_whole(tmp_path: Path) -> None:
+    from .test_service_crash import recovered
+
     config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", decision_chunk=2)
     served = Running(config)
     try:
@@ -437,6 +439,14 @@ def test_a_round_is_applied_a_chunk_per_turn_and_answered_whole(tmp_path: Path) 
             for task_id in range(7):
                 client.submit_task(task_id, "j")
             first = client.schedule()
+            # A chunk's record is flushed with the next turn's replies, not on its own, but the
+            # round's answer goes out only once every chunk is in the journal: the daemon is
+            # idle now, so what the journal's files hold is what a `kill -9` would keep.
+            copy = tmp_path / "copy"
+            shutil.copytree(tmp_path / "j", copy)
+            state = recovered(copy)
+            running = {t.task_id for t in state.cluster.tasks.values() if t.machine_id}
+            assert running == {d.task for d in first.deltas} == set(range(7))
             assert sorted(d.task for d in first.deltas) == list(range(7))
             assert first.refused == []
             seq = client.status()["seq"]
@@ -450,30 +460,6 @@ def test_a_round_is_applied_a_chunk_per_turn_and_answered_whole(tmp_path: Path) 
     finally:
         served.stop()
     served.daemon.service.cluster.validate()
-
-
-def test_a_rounds_decisions_are_journaled_before_its_answer(tmp_path: Path) -> None:
-    """A chunk's record is flushed with the next turn's replies, not on its own; the round's
-    answer must still not go out before all its chunks are in the journal (a `kill -9` right
-    after the answer would otherwise lose placements the client was told of)."""
-    from .test_service_crash import recovered
-
-    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", decision_chunk=2)
-    served = Running(config)
-    try:
-        with Client(served.endpoint, timeout=20) as client:
-            client.add_machines(machines(4))
-            for task_id in range(7):
-                client.submit_task(task_id, "j")
-            placed = client.schedule()
-            # The daemon is idle now: what the journal's files hold is what a crash would keep.
-            copy = tmp_path / "copy"
-            shutil.copytree(tmp_path / "j", copy)
-            state = recovered(copy)
-            running = {t.task_id for t in state.cluster.tasks.values() if t.machine_id}
-            assert running == {d.task for d in placed.deltas} == set(range(7))
-    finally:
-        served.stop()
 
 
 def test_chunks_keep_the_order_decisions_are_applied_in() -> None:
