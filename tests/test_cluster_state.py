@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from firmament_py.model import (
+    NO_RESOURCES,
     ClusterError,
     ClusterEvent,
     ClusterState,
@@ -529,12 +530,13 @@ def test_the_same_changes_give_the_same_state() -> None:
 
 TASK_IDS = st.integers(0, 3)
 MACHINE_IDS = st.sampled_from(["m0", "m1", "m2"])
-SMALL = st.builds(
+SMALL = st.just(NO_RESOURCES) | st.builds(
     Resources,
     cpu_millicores=st.integers(0, 4),
     ram_bytes=st.integers(0, 4),
     net_rx_bytes_per_s=st.integers(0, 2),
 )
+"""Requests: the shared zero vector (placed without arithmetic), or any small vector."""
 CAPACITIES = st.builds(
     Resources,
     cpu_millicores=st.integers(0, 10),

@@ -486,7 +486,7 @@ class ClusterState:
                 raise ClusterError(f"cannot migrate task {task_id}: it is {task.state.value}")
             if task.machine_id == machine_id:
                 raise ClusterError(f"cannot migrate task {task_id}: it already runs there")
-            if not matches(task.selectors, machine.labels):
+            if task.selectors and not matches(task.selectors, machine.labels):
                 raise ClusterError(
                     f"cannot migrate task {task_id} to machine {machine_id!r}: its labels fail "
                     "the task's selectors"
@@ -540,14 +540,16 @@ class ClusterState:
     def _fit_problem(self, task: Task, machine: Machine) -> str | None:
         if task.machine_id == machine.machine_id:
             return f"task {task.task_id} already runs there"
-        if machine.free_slots <= 0:
+        if len(machine.running_task_ids) >= machine.slots:
             return f"machine {machine.machine_id!r} has no free slot (all {machine.slots} taken)"
-        if not task.request.fits_within(machine.free):
+        # A slot-only request fits anywhere (`reserved` fits `capacity`), and most tasks
+        # have one: skip the vector arithmetic for it, here and in `_attach` / `_detach`.
+        if task.request is not NO_RESOURCES and not task.request.fits_within(machine.free):
             return (
                 f"task {task.task_id} requests more than machine {machine.machine_id!r} has "
                 f"free ({task.request.describe_excess(machine.free)})"
             )
-        if not matches(task.selectors, machine.labels):
+        if task.selectors and not matches(task.selectors, machine.labels):
             failing = [str(s) for s in task.selectors if not s.matches(machine.labels)]
             return (
                 f"the labels of machine {machine.machine_id!r} ({dict(machine.labels)}) fail "
@@ -558,14 +560,16 @@ class ClusterState:
     def _attach(self, task: Task, machine: Machine) -> None:
         task.machine_id = machine.machine_id
         machine.running_task_ids[task.task_id] = None
-        machine.reserved = machine.reserved + task.request
+        if task.request is not NO_RESOURCES:
+            machine.reserved = machine.reserved + task.request
 
     def _detach(self, task: Task) -> MachineId:
         """Free the task's slot and reservation; return the machine it left."""
         assert task.machine_id is not None
         machine = self._machines[task.machine_id]
         del machine.running_task_ids[task.task_id]
-        machine.reserved = machine.reserved - task.request
+        if task.request is not NO_RESOURCES:
+            machine.reserved = machine.reserved - task.request
         task.machine_id = None
         return machine.machine_id
 

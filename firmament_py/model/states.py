@@ -60,9 +60,18 @@ ALLOWED_TRANSITIONS: Mapping[TaskState, frozenset[TaskState]] = MappingProxyType
 FINAL_STATES = frozenset(state for state, nexts in ALLOWED_TRANSITIONS.items() if not nexts)
 
 
+_ALLOWED_PAIRS = frozenset(
+    (from_state.value, to_state.value)
+    for from_state, nexts in ALLOWED_TRANSITIONS.items()
+    for to_state in nexts
+)
+"""`ALLOWED_TRANSITIONS` as pairs of values: every change of every task is checked, and an
+Enum member's hash is Python code where a string's is cached."""
+
+
 def check_transition(task_id: TaskId, from_state: TaskState, to_state: TaskState) -> None:
     """Raise `IllegalTransition` (naming the task and both states) unless the table allows it."""
-    if to_state not in ALLOWED_TRANSITIONS[from_state]:
+    if (from_state._value_, to_state._value_) not in _ALLOWED_PAIRS:
         raise IllegalTransition(task_id, from_state, to_state)
 
 
