@@ -82,7 +82,13 @@ class Resources:
 
     def fits_within(self, available: Resources) -> bool:
         """True if no dimension of this vector exceeds the same dimension of `available`."""
-        return all(a <= b for a, b in zip(self.as_tuple(), available.as_tuple(), strict=True))
+        return (  # spelled out: every placement asks, and a generator costs ten times as much
+            self.cpu_millicores <= available.cpu_millicores
+            and self.ram_bytes <= available.ram_bytes
+            and self.disk_bytes <= available.disk_bytes
+            and self.net_rx_bytes_per_s <= available.net_rx_bytes_per_s
+            and self.net_tx_bytes_per_s <= available.net_tx_bytes_per_s
+        )
 
     def exceeded_dimensions(self, available: Resources) -> tuple[str, ...]:
         """The names of the dimensions in which this vector exceeds `available` (for errors)."""
