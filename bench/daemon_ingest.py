@@ -10,11 +10,13 @@ replies (1: one at a time; more: a manager sending a burst, as `Client.pipeline`
 message one event or, with `--batch N`, a `batch` of N events (`Client.batch`). Every message's
 latency is measured on the client (send to reply). With `--rate` the clients are paced
 instead: together they offer that many events per second, and a message's latency runs from
-when it was due, so a daemon that falls behind is charged for it. Reported: events per second
-(all clients), message latency p50 / p99 / max, the rounds the daemon ran (`rounds_run`, from
-its status), and those that placed something (`rounds`, from the published deltas) with the
-median and p99 of their wall time at the daemon (`round_ms`: catching up on the records,
-deciding, applying).
+when it was due, so a daemon that falls behind is charged for it. The clock starts when every
+client process has started up and connected (processes still importing on the same CPUs
+would otherwise load the first second of the run, and a late starter would run on alone at
+its end). Reported: events per second (all clients), message latency p50 / p99 / max, the
+rounds the daemon ran (`rounds_run`, from its status), and those that placed something
+(`rounds`, from the published deltas) with the median and p99 of their wall time at the daemon
+(`round_ms`: catching up on the records, deciding, applying).
 A round places nothing when every task it placed was removed before its answer came back,
 which happens when a client's tasks live shorter than a round takes. Medians over
 `--repeats` runs; first, the request path's cost alone (no sockets). `flight` latencies run from
@@ -159,15 +161,21 @@ def clients_main(
     window: int,
     batch: int,
     rate: float,
-    start: float,
+    start: Any,
     pin: bool,
     out: Any,
 ) -> None:
-    """Run the clients `indices` (of `clients`) in this process, all in one poll loop, until
-    `start + seconds`; send back every message's latency, its time in flight (send to reply),
-    the events sent, and how many events were not OK. `rate` is each client's share; paced
-    clients take turns (client i starts i / clients of an interval late) rather than all
-    sending at once."""
+    """Run the clients `indices` (of `clients`) in this process, all in one poll loop, from
+    the shared start time to `seconds` after it; send back every message's latency, its time
+    in flight (send to reply), the events sent, and how many events were not OK. `rate` is
+    each client's share; paced clients take turns (client i starts i / clients of an interval
+    late) rather than all sending at once.
+
+    `start` is (ready queue, go event, start time value): this process says it is ready once
+    its imports are done and its sockets connect, and the parent fixes the start time only
+    when every client process is ready, so that no client is still starting up (importing on
+    the same two CPUs) while the others are measured."""
+    ready, go, start_at = start
     if pin:
         os.sched_setaffinity(0, _other_cpus())
     group = [PacedClient(endpoint, i, live, window, batch, rate) for i in indices]
@@ -175,9 +183,11 @@ def clients_main(
     for client in group:
         poller.register(client.sock, zmq.POLLIN)
     by_socket = {client.sock: client for client in group}
-    while time.time() < start:
+    ready.put(os.getpid())
+    go.wait()
+    began = time.perf_counter() + (start_at.value - time.time())  # the same instant for all
+    while time.perf_counter() < began:
         time.sleep(0.0005)
-    began = time.perf_counter()
     deadline = began + seconds
     for client in group:
         client.due = began + client.interval * client.index / clients
@@ -338,8 +348,8 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             listener = threading.Thread(target=listen)
             listener.start()
             context = multiprocessing.get_context("spawn")
-            out = context.Queue()
-            start = time.time() + 2.0
+            out, ready, go = context.Queue(), context.Queue(), context.Event()
+            start_at = context.Value("d", 0.0)
             processes = client_processes(args)
             workers = [
                 context.Process(
@@ -353,7 +363,7 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
                         args.window,
                         args.batch,
                         args.rate / args.clients,
-                        start,
+                        (ready, go, start_at),
                         args.pin,
                         out,
                     ),
@@ -362,6 +372,10 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
             ]
             for worker in workers:
                 worker.start()
+            for _ in workers:
+                ready.get(timeout=120)
+            start_at.value = time.time() + 0.2
+            go.set()
             answers = [out.get() for _ in workers]
             latencies = np.concatenate([np.array(lat) for lat, _, _, _ in answers])
             in_flight = np.concatenate([np.array(flight) for _, flight, _, _ in answers])
