@@ -185,6 +185,8 @@ def _no_answers(arguments: dict[str, object]) -> list[object]:
 
 
 def _is_sequence(value: object) -> bool:
+    if type(value) is tuple or type(value) is list:  # the usual answers, without the ABC check
+        return True
     return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
