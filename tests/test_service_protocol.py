@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from firmament_py.flow.placement import DeltaKind, SchedulingDelta
 from firmament_py.model.states import TaskState
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.protocol import (
@@ -23,6 +24,8 @@ from firmament_py.service.protocol import (
     ProtocolError,
     Request,
     Status,
+    decision_from_wire,
+    decision_to_wire,
     decode_request,
     encode_request,
 )
@@ -218,7 +221,6 @@ def test_replaying_the_records_gives_an_equal_state() -> None:
     for index, (kind, body) in enumerate(steps):
         _, record = service.apply_request(request(kind, body, f"s{index}"), 10 + index)
         records.append(record)
-    from firmament_py.flow.placement import DeltaKind, SchedulingDelta
 
     decisions = [
         SchedulingDelta(DeltaKind.PLACE, 1, None, "m0"),
@@ -582,3 +584,22 @@ def test_an_unchecked_request_with_bad_values_is_refused_not_applied() -> None:
     reply, record = service.apply_request(Request("r", "task_removed", {"task_id": True}), 1)
     assert reply.status is not Status.OK and record is None
     assert fingerprint(service) == before
+
+
+def test_a_decision_round_trips_and_a_bad_one_is_named() -> None:
+    for decision in (
+        SchedulingDelta(DeltaKind.PLACE, 7, None, "m1"),
+        SchedulingDelta(DeltaKind.PREEMPT, 7, "m1", None),
+        SchedulingDelta(DeltaKind.MIGRATE, 7, "m1", "m2"),
+    ):
+        assert decision_from_wire(decision_to_wire(decision)) == decision
+    bad: list[tuple[Any, str]] = [
+        (["place", 7, None], r"\[kind, task, from, to\]"),
+        (("place", 7, None, "m1"), r"\[kind, task, from, to\]"),
+        (["teleport", 7, None, "m1"], "kind must be one of .*'teleport'"),
+        ([["place"], 7, None, "m1"], "kind must be one of"),  # unhashable
+        (["place", 7, "m0", "m1"], "PLACE of task 7 cannot go from 'm0' to 'm1'"),
+    ]
+    for item, words in bad:
+        with pytest.raises(ValueError, match=words):
+            decision_from_wire(item)
