@@ -3,6 +3,7 @@ loss re-queuing tasks, time accounting, and invariants under random sequences of
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -167,6 +168,28 @@ def test_the_trusted_calls_change_the_state_as_events_do(
         assert outcomes[0] == outcomes[1]
         assert snapshot(trusted) == snapshot(by_events)
     trusted.validate()
+
+
+def test_an_unpickled_state_shares_the_zero_request_again() -> None:
+    # Snapshots and the daemon's scheduling process get the state by pickle. A slot-only
+    # request must come back as `NO_RESOURCES` (placements skip the arithmetic for it, by
+    # identity), and everything else as it was.
+    cluster = cluster_with(
+        machine("m", slots=4),
+        submit(1, "j"),
+        submit(2, "j", request=Resources()),  # zero, but not the shared vector
+        submit(3, "j", request=CPU),
+    )
+    cluster.trusted_submit(0, 4, "j")
+    cluster.place(2, "m", time=0)
+    cluster.place(3, "m", time=0)
+    copy = pickle.loads(pickle.dumps(cluster))
+    assert snapshot(copy) == snapshot(cluster)
+    assert [copy.task(t).request is NO_RESOURCES for t in (1, 2, 3, 4)] == [True, True, False, True]
+    copy.place(4, "m", time=1)
+    copy.apply(TaskRemoved(time=2, task_id=3))
+    copy.validate()
+    assert copy.machine("m").reserved == NO_RESOURCES
 
 
 def test_completing_a_task_that_does_not_run_is_an_illegal_transition() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import pickle
 
 import pytest
 from hypothesis import given
@@ -14,7 +13,6 @@ from hypothesis import strategies as st
 from firmament_py.model import (
     ALLOWED_TRANSITIONS,
     FINAL_STATES,
-    NO_RESOURCES,
     IllegalTransition,
     LabelSelector,
     MachineAdded,
@@ -42,15 +40,6 @@ def test_resources_default_to_zero_and_keep_their_units() -> None:
     assert r.as_tuple() == (1500, 2**30, 0, 0, 0)
     assert Resources().as_tuple() == (0, 0, 0, 0, 0)
     assert tuple(f.name for f in dataclasses.fields(Resources)) == Resources.DIMENSIONS
-
-
-def test_resources_survive_pickling_and_zero_comes_back_as_the_shared_vector() -> None:
-    # Snapshots and the daemon's scheduling process get the state by pickle; a slot-only
-    # request must stay `NO_RESOURCES`, which placements skip the arithmetic for.
-    for vector in (Resources(1500, 2**30, 0, 7, 0), Resources(-1, 0, 0, 0, 0)):
-        assert pickle.loads(pickle.dumps(vector)) == vector
-    assert pickle.loads(pickle.dumps(Resources())) is NO_RESOURCES
-    assert pickle.loads(pickle.dumps(NO_RESOURCES)) is NO_RESOURCES
 
 
 def test_resources_add_and_subtract_per_dimension() -> None:

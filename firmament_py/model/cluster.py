@@ -78,6 +78,15 @@ class ClusterState:
         self._peer_latency: dict[MachineId, dict[MachineId, float]] = {}
         self._latency_version = 0
 
+    def __setstate__(self, state: dict[str, object]) -> None:
+        # Unpickled (a snapshot, the daemon's scheduling process), a slot-only request is a
+        # zero vector of its own; make it the shared `NO_RESOURCES` again, which placements
+        # skip the arithmetic for. The pickled form stays the default one.
+        self.__dict__.update(state)
+        for task in self._tasks.values():
+            if task.request is not NO_RESOURCES and task.request == NO_RESOURCES:
+                task.request = NO_RESOURCES
+
     # ------------------------------------------------------------------ reading
 
     @property

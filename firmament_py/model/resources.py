@@ -80,11 +80,6 @@ class Resources:
             self.net_tx_bytes_per_s - other.net_tx_bytes_per_s,
         )
 
-    def __reduce__(self) -> tuple[object, tuple[int, int, int, int, int]]:
-        # Unpickled (a snapshot, the daemon's scheduling process) the zero vector is
-        # NO_RESOURCES again, which `ClusterState` places without arithmetic.
-        return _unpickled, self.as_tuple()
-
     def fits_within(self, available: Resources) -> bool:
         """True if no dimension of this vector exceeds the same dimension of `available`."""
         return (  # spelled out: every placement asks, and a generator costs ten times as much
@@ -148,9 +143,3 @@ def _from_checked_sum(cpu: int, ram: int, disk: int, rx: int, tx: int) -> Resour
 
 NO_RESOURCES = Resources()
 """The zero vector: the request of a task that only needs a slot."""
-
-
-def _unpickled(cpu: int, ram: int, disk: int, rx: int, tx: int) -> Resources:
-    if not (cpu or ram or disk or rx or tx):
-        return NO_RESOURCES
-    return _from_checked_sum(cpu, ram, disk, rx, tx)
