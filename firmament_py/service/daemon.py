@@ -61,6 +61,7 @@ from firmament_py.flow.placement import DeltaKind, delta_problem
 from firmament_py.service.journal import Journal
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
+    DELTA_KINDS,
     PROTOCOL_VERSION,
     ProtocolError,
     Status,
@@ -152,7 +153,6 @@ class _Round:
     """The refused ones with their reasons, in wire form."""
 
 
-_KINDS = {kind.value: kind for kind in DeltaKind}
 _APPLY_ORDER = {DeltaKind.PREEMPT.value: 0, DeltaKind.MIGRATE.value: 1, DeltaKind.PLACE.value: 2}
 
 
@@ -169,10 +169,10 @@ def _chunks(items: Any, size: int) -> list[list[list[Any]]]:
             isinstance(item, list)
             and len(item) == 4
             and isinstance(item[0], str)
-            and item[0] in _KINDS
+            and item[0] in DELTA_KINDS
         ):
             raise ValueError(f"a decision must be [kind, task, from, to], got {item!r}")
-        problem = delta_problem(_KINDS[item[0]], item[1], item[2], item[3])
+        problem = delta_problem(DELTA_KINDS[item[0]], item[1], item[2], item[3])
         if problem is not None:
             raise ValueError(problem)
     chunks: list[list[list[Any]]] = []

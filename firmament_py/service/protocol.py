@@ -47,6 +47,7 @@ from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision
 
 __all__ = [
+    "DELTA_KINDS",
     "MAX_LIST",
     "MAX_REQUEST_ID_LENGTH",
     "PROTOCOL_VERSION",
@@ -530,19 +531,20 @@ def decision_to_wire(decision: Decision) -> list[Any]:
     return [decision.kind.value, decision.task, decision.from_machine, decision.to_machine]
 
 
+DELTA_KINDS: Mapping[str, DeltaKind] = {kind.value: kind for kind in DeltaKind}
+"""The decision kinds by their wire value (a dict lookup: `DeltaKind(value)` is Python code
+that every decision of every round would run)."""
+
+
 def decision_from_wire(item: Any) -> Decision:
     """The decision `decision_to_wire` wrote. ValueError if `item` is none."""
     if not isinstance(item, list) or len(item) != 4:
         raise ValueError(f"a decision must be [kind, task, from, to], got {item!r}")
     kind, task, source, target = item
     try:
-        delta_kind = _DELTA_KINDS[kind]
+        delta_kind = DELTA_KINDS[kind]
     except (KeyError, TypeError):  # TypeError: an unhashable kind
         raise ValueError(
-            f"a decision's kind must be one of {sorted(_DELTA_KINDS)}, got {kind!r}"
+            f"a decision's kind must be one of {sorted(DELTA_KINDS)}, got {kind!r}"
         ) from None
     return SchedulingDelta(delta_kind, task, source, target)
-
-
-_DELTA_KINDS = {kind.value: kind for kind in DeltaKind}
-"""The kinds by wire value (`DeltaKind(value)` costs a microsecond per decision)."""
