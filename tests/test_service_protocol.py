@@ -29,7 +29,7 @@ from firmament_py.service.protocol import (
     decode_request,
     encode_request,
 )
-from firmament_py.service.state import ServiceState
+from firmament_py.service.state import ReplayError, ServiceState
 
 MACHINE = {"machine_id": "m0", "capacity": {"cpu_millicores": 4000}, "slots": 2}
 
@@ -241,6 +241,18 @@ def test_replaying_the_records_gives_an_equal_state() -> None:
     reply, record = restored.apply_request(request("task_completed", {"task_id": 1}, "done"), 40)
     assert reply.status is Status.OK and record is None
     assert fingerprint(restored) == fingerprint(service)
+
+
+def test_a_record_with_a_bad_decision_is_a_replay_error() -> None:
+    # The scheduling process restarts its replica on a ReplayError; any other error would
+    # end it instead.
+    service = ServiceState()
+    _, record = service.apply_request(request("node_added", {"machines": [MACHINE]}, "a"), 10)
+    bad = {"seq": 2, "time": 11, "kind": "decisions", "deltas": [["teleport", 1, None, "m0"]]}
+    fresh = ServiceState()
+    with pytest.raises(ReplayError, match="record 2: a decision's kind must be one of"):
+        fresh.replay([record, bad])
+    assert fresh.seq == 1
 
 
 # ---------------------------------------------------------------------- the journal

@@ -71,6 +71,7 @@ Enum member's hash is Python code where a string's is cached."""
 
 def check_transition(task_id: TaskId, from_state: TaskState, to_state: TaskState) -> None:
     """Raise `IllegalTransition` (naming the task and both states) unless the table allows it."""
+    # `_value_` is what the `value` property returns, without the property's call.
     if (from_state._value_, to_state._value_) not in _ALLOWED_PAIRS:
         raise IllegalTransition(task_id, from_state, to_state)
 

@@ -139,7 +139,10 @@ def replay(replica: Replica, record: Mapping[str, Any]) -> None:
             raise ReplayError(f"record {record['seq']}: {error}") from error
     elif kind == "decisions":
         _advance(replica.state, time)
-        decisions = [decision_from_wire(item) for item in record["deltas"]]
+        try:
+            decisions = [decision_from_wire(item) for item in record["deltas"]]
+        except ValueError as error:
+            raise ReplayError(f"record {record['seq']}: {error}") from error
         outcome = replica.apply_decisions(decisions)
         if outcome.refused:
             raise ReplayError(f"record {record['seq']}: refused {outcome.refused[0]}")
