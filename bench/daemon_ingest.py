@@ -161,7 +161,9 @@ def clients_main(
     window: int,
     batch: int,
     rate: float,
-    start: Any,
+    ready: Any,
+    go: Any,
+    start_at: Any,
     pin: bool,
     out: Any,
 ) -> None:
@@ -171,11 +173,10 @@ def clients_main(
     each client's share; paced clients take turns (client i starts i / clients of an interval
     late) rather than all sending at once.
 
-    `start` is (ready queue, go event, start time value): this process says it is ready once
-    its imports are done and its sockets connect, and the parent fixes the start time only
-    when every client process is ready, so that no client is still starting up (importing on
-    the same two CPUs) while the others are measured."""
-    ready, go, start_at = start
+    This process puts its pid on the `ready` queue once its imports are done and its sockets
+    connect; the parent sets `start_at` (a shared `time.time()` value) and then the `go`
+    event only when every client process is ready, so that no client is still starting up
+    (importing on the same CPUs) while the others are measured."""
     if pin:
         os.sched_setaffinity(0, _other_cpus())
     group = [PacedClient(endpoint, i, live, window, batch, rate) for i in indices]
@@ -288,6 +289,36 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def run_clients(args: argparse.Namespace, endpoint: str, workers: list[Any]) -> list[Any]:
+    """Start the client processes (appended to `workers`, for the caller to clean up), start
+    their clock once all of them are up, and return each process's results when it is done."""
+    context = multiprocessing.get_context("spawn")
+    out, ready, go = context.Queue(), context.Queue(), context.Event()
+    start_at = context.Value("d", 0.0)
+    processes = client_processes(args)
+    for p in range(processes):
+        clients = list(range(p, args.clients, processes))
+        rate = args.rate / args.clients
+        workers.append(
+            context.Process(
+                target=clients_main,
+                args=(
+                    *(endpoint, clients, args.clients, args.seconds, args.live, args.window),
+                    *(args.batch, rate, ready, go, start_at, args.pin, out),
+                ),
+            )
+        )
+        workers[-1].start()
+    for _ in workers:
+        ready.get(timeout=120)  # a client that cannot start fails the run here
+    start_at.value = time.time() + 0.5
+    go.set()
+    answers = [out.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    return answers
+
+
 def run_once(args: argparse.Namespace) -> dict[str, float]:
     port, pub = free_port(), free_port()
     endpoint = f"tcp://127.0.0.1:{port}"
@@ -347,44 +378,19 @@ def run_once(args: argparse.Namespace) -> dict[str, float]:
 
             listener = threading.Thread(target=listen)
             listener.start()
-            context = multiprocessing.get_context("spawn")
-            out, ready, go = context.Queue(), context.Queue(), context.Event()
-            start_at = context.Value("d", 0.0)
-            processes = client_processes(args)
-            workers = [
-                context.Process(
-                    target=clients_main,
-                    args=(
-                        endpoint,
-                        list(range(p, args.clients, processes)),
-                        args.clients,
-                        args.seconds,
-                        args.live,
-                        args.window,
-                        args.batch,
-                        args.rate / args.clients,
-                        (ready, go, start_at),
-                        args.pin,
-                        out,
-                    ),
-                )
-                for p in range(processes)
-            ]
-            for worker in workers:
-                worker.start()
-            for _ in workers:
-                ready.get(timeout=120)
-            start_at.value = time.time() + 0.2
-            go.set()
-            answers = [out.get() for _ in workers]
+            workers: list[Any] = []
+            try:
+                answers = run_clients(args, endpoint, workers)
+            finally:  # a client that died, or an interrupt: nothing is left behind
+                stop.set()
+                for worker in workers:
+                    if worker.is_alive():
+                        worker.terminate()
+                listener.join()
             latencies = np.concatenate([np.array(lat) for lat, _, _, _ in answers])
             in_flight = np.concatenate([np.array(flight) for _, flight, _, _ in answers])
             events = sum(e for _, _, e, _ in answers)
             failed = sum(f for _, _, _, f in answers)
-            for worker in workers:
-                worker.join()
-            stop.set()
-            listener.join()
             with Client(endpoint, timeout=5.0) as client:
                 rounds_run = client.status()["rounds"] - rounds_before
         finally:
