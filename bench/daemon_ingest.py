@@ -297,18 +297,26 @@ def run_clients(args: argparse.Namespace, endpoint: str, workers: list[Any]) -> 
     start_at = context.Value("d", 0.0)
     processes = client_processes(args)
     for p in range(processes):
-        clients = list(range(p, args.clients, processes))
-        rate = args.rate / args.clients
-        workers.append(
-            context.Process(
-                target=clients_main,
-                args=(
-                    *(endpoint, clients, args.clients, args.seconds, args.live, args.window),
-                    *(args.batch, rate, ready, go, start_at, args.pin, out),
-                ),
-            )
+        worker = context.Process(
+            target=clients_main,
+            args=(
+                endpoint,
+                list(range(p, args.clients, processes)),
+                args.clients,
+                args.seconds,
+                args.live,
+                args.window,
+                args.batch,
+                args.rate / args.clients,
+                ready,
+                go,
+                start_at,
+                args.pin,
+                out,
+            ),
         )
-        workers[-1].start()
+        workers.append(worker)
+        worker.start()
     for _ in workers:
         ready.get(timeout=120)  # a client that cannot start fails the run here
     start_at.value = time.time() + 0.5

@@ -44,6 +44,7 @@ from firmament_py.service.journal import JournalError
 from firmament_py.service.keys import authorise_client, generate_key_pair
 from firmament_py.service.protocol import decode_reply, encode_request
 
+from .test_service_crash import recovered
 from .test_service_protocol import fingerprint
 
 
@@ -434,8 +435,6 @@ def test_a_dead_scheduling_process_is_restarted(running: Running) -> None:
 
 
 def test_a_round_is_applied_a_chunk_per_turn_journaled_and_answered_whole(tmp_path: Path) -> None:
-    from .test_service_crash import recovered
-
     config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", decision_chunk=2)
     served = Running(config)
     try:
