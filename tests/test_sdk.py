@@ -357,6 +357,74 @@ def test_a_wrapper_adjusts_the_default_answer() -> None:
     assert arc == ArcDescriptor(2 * AGGREGATOR_COST)
 
 
+class Mixed:
+    """One implementation of each kind the manager may call directly or must leave to pluggy."""
+
+    @hookimpl
+    def task_to_unscheduled(self, task: TaskView) -> ArcDescriptor | None:
+        return ArcDescriptor(7) if task.task_id == 2 else None  # plain: asked directly
+
+    @hookimpl(wrapper=True)
+    def task_to_equiv_class(self) -> Generator[None, ArcDescriptor, ArcDescriptor]:
+        default = yield
+        return ArcDescriptor(default.cost + 1)
+
+    @hookimpl(hookwrapper=True)
+    def task_preemption(self) -> Generator[None, Any, None]:
+        yield
+
+    @hookimpl
+    def leaf_to_sink(self, machine: MachineView, cluster: ClusterView | None = None) -> Any:
+        # A parameter with a default: pluggy decides what it gets, so pluggy calls it.
+        return ArcDescriptor(1, capacity=machine.slots) if cluster is not None else None
+
+    @hookimpl(specname="task_continuation")
+    def stay(self) -> ArcDescriptor:
+        return ArcDescriptor(5, capacity=1, min_flow=1)
+
+    @hookimpl
+    def task_continuation(self) -> None:  # with `stay`, two implementations: pluggy orders them
+        return None
+
+    @hookimpl
+    def task_added(self, task: TaskView) -> None:  # a plain notification
+        pass
+
+
+def test_plain_implementations_are_asked_directly_and_answer_as_through_pluggy() -> None:
+    setup = Setup(Mixed())
+    through_pluggy: list[str] = []
+    setup.policy.plugin_manager.add_hookcall_monitoring(
+        lambda name, impls, kwargs: through_pluggy.append(name), lambda *args: None
+    )
+    hook = setup.policy.plugin_manager.hook
+    ask = setup.policy
+    for task_id in (2, 4):
+        task = setup.task(task_id)
+        arguments: dict[str, Any] = {"task": task, "cluster": setup.cluster}
+        assert ask.task_to_unscheduled(**arguments) == hook.task_to_unscheduled(**arguments)
+        ask.task_added(**arguments)
+        assert ask.task_preemption(**arguments) == hook.task_preemption(**arguments)
+        arguments["equiv_class"] = CLUSTER_AGGREGATOR
+        assert ask.task_to_equiv_class(**arguments) == hook.task_to_equiv_class(**arguments)
+    assert ask.task_to_unscheduled(task=setup.task(2), cluster=setup.cluster) == ArcDescriptor(7)
+    machine = setup.machine("m2")
+    assert ask.leaf_to_sink(machine=machine, cluster=setup.cluster) == hook.leaf_to_sink(
+        machine=machine, cluster=setup.cluster
+    )
+    continuation: dict[str, Any] = {"task": setup.task(2), "machine": machine}
+    continuation["cluster"] = setup.cluster
+    assert ask.task_continuation(**continuation) == ArcDescriptor(5, capacity=1, min_flow=1)
+    # Through pluggy went the test's own calls of `hook` and the calls pluggy must make; the
+    # manager asked the plain `task_to_unscheduled` and `task_added` directly.
+    assert "task_added" not in through_pluggy
+    assert through_pluggy.count("task_to_unscheduled") == 2
+    assert through_pluggy.count("task_to_equiv_class") == 4
+    assert through_pluggy.count("task_preemption") == 4
+    assert through_pluggy.count("leaf_to_sink") == 2
+    assert through_pluggy.count("task_continuation") == 1
+
+
 def test_a_policy_may_take_any_subset_of_the_arguments_and_sees_the_stats() -> None:
     class LoadSpreading:
         @hookimpl

@@ -171,6 +171,11 @@ def _direct_call(method: Callable[..., object]) -> _Caller:
             return method(**{name: arguments[name] for name in accepted})
 
         return by_name
+    return _positional_call(method, accepted)
+
+
+def _positional_call(method: Callable[..., object], accepted: tuple[str, ...]) -> _Caller:
+    """Call `method` with the arguments named `accepted`, in that order, by position."""
     if not accepted:
         return lambda arguments: method()
     if len(accepted) == 1:
@@ -182,6 +187,39 @@ def _direct_call(method: Callable[..., object]) -> _Caller:
 
 def _no_answers(arguments: dict[str, object]) -> list[object]:
     return []
+
+
+def _policy_call(hook: str, hook_caller: pluggy.HookCaller, defaults: FirmamentDefaults) -> _Caller:
+    """Ask `hook` of a policy that implements it, as pluggy would.
+
+    When the policy has one plain implementation of the hook (no wrapper, every parameter a
+    hook argument without a default), pluggy's call comes down to: ask the policy, and if it
+    answers None, the defaults (for a notification: a list of the answer, if not None). That is
+    done here directly: a third of the cost of asking through pluggy (1.2 against 3.7 us for
+    the trivial policy's `task_to_unscheduled`, checks included). Anything else (wrappers,
+    several implementations, parameters with defaults) goes through pluggy.
+    """
+    own = [impl for impl in hook_caller.get_hookimpls() if impl.plugin_name != DEFAULTS_PLUGIN_NAME]
+    if len(own) != 1:
+        return _pluggy_call(hook_caller)
+    (impl,) = own
+    if impl.wrapper or impl.hookwrapper or impl.kwargnames:
+        return _pluggy_call(hook_caller)
+    ask_policy = _positional_call(impl.function, tuple(impl.argnames))
+    if hook not in hookspecs.ANSWER_HOOKS:
+
+        def notify(arguments: dict[str, object]) -> object:
+            answer = ask_policy(arguments)
+            return [] if answer is None else [answer]
+
+        return notify
+    ask_defaults = _direct_call(getattr(defaults, hook))
+
+    def first_answer(arguments: dict[str, object]) -> object:
+        answer = ask_policy(arguments)
+        return ask_defaults(arguments) if answer is None else answer
+
+    return first_answer
 
 
 def _is_sequence(value: object) -> bool:
@@ -306,11 +344,12 @@ class PolicyManager:
         )
         # A hook the policy does not implement has one answer, the defaults': ask them directly
         # (pluggy's dispatch is most of a hook call's cost, and rounds make 10^5 calls); one it
-        # does not implement among the notifications has nothing to call at all.
+        # does not implement among the notifications has nothing to call at all. One it
+        # implements plainly is asked directly too, the defaults after it (`_policy_call`).
         self._callers: dict[str, _Caller] = {}
         for hook in hookspecs.ALL_HOOKS:
             if hook in self._policy_hooks:
-                self._callers[hook] = _pluggy_call(getattr(manager.hook, hook))
+                self._callers[hook] = _policy_call(hook, getattr(manager.hook, hook), defaults)
             elif hook in hookspecs.ANSWER_HOOKS:
                 self._callers[hook] = _direct_call(getattr(defaults, hook))
             else:
@@ -327,7 +366,9 @@ class PolicyManager:
 
     @property
     def plugin_manager(self) -> pluggy.PluginManager:
-        """The underlying pluggy manager (for inspection; call hooks through this class)."""
+        """The underlying pluggy manager (for inspection; call hooks through this class).
+        The calls are fixed when the manager is made: plugins registered here later, and
+        pluggy's call monitoring, do not see the hooks that are asked directly."""
         return self._plugin_manager
 
     def cluster_view(
