@@ -397,7 +397,9 @@ class FlowGraphManager:
             self._task_node[task.task_id] = node
             self._node_task[node] = task.task_id
             ask.task_added(task=view, cluster=cluster)
-        self._reconcile(node, desired)
+            self._add_arcs(node, desired)  # a new node has no arcs to reconcile with
+        else:
+            self._reconcile(node, desired)
         if running:
             assert task.machine_id is not None
             self._waiting.pop(task.task_id, None)
@@ -531,8 +533,12 @@ class FlowGraphManager:
                 graph.trusted_change_arc(
                     arc, descriptor.min_flow, descriptor.capacity, descriptor.cost
                 )
-        add_arc = graph.trusted_add_arc
-        for (target, arc_type), descriptor in desired.items():
+        self._add_arcs(node, desired)
+
+    def _add_arcs(self, node: int, arcs: dict[ArcKey, ArcDescriptor]) -> None:
+        """Add `arcs` out of `node`, in order."""
+        add_arc = self.graph.trusted_add_arc
+        for (target, arc_type), descriptor in arcs.items():
             add_arc(
                 node, target, descriptor.min_flow, descriptor.capacity, descriptor.cost, arc_type
             )
