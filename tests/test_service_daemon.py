@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import random
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -585,3 +587,31 @@ def test_tasks_and_machines_are_listed_page_by_page(tmp_path: Path) -> None:
                 assert info.value.status is Status.INVALID
     finally:
         served.stop()
+
+
+WORKER_GC_PROBE = """
+import gc, pickle, threading, zmq
+from firmament_py.model.cluster import ClusterState
+from firmament_py.service.round_worker import YOUNG_COLLECTION_THRESHOLD, run_worker
+socket = zmq.Context.instance().socket(zmq.PAIR)
+port = socket.bind_to_random_port("tcp://127.0.0.1")
+worker = threading.Thread(target=run_worker, args=(f"tcp://127.0.0.1:{port}",))
+worker.start()
+options = {"policy": "trivial", "solver": "cost-scaling", "solver_options": {}}
+socket.send_multipart([b"init", pickle.dumps(ClusterState()), pickle.dumps(options)])
+assert socket.recv_multipart() == [b"ready"]
+print(gc.get_freeze_count() > 10_000, gc.get_threshold()[0] == YOUNG_COLLECTION_THRESHOLD)
+socket.send_multipart([b"stop"])
+worker.join()
+"""
+
+
+def test_the_scheduling_process_keeps_the_collector_off_its_replica() -> None:
+    """After `init` the replica and the imports are frozen out of the cyclic collector's sight
+    and young collections are rarer (see `round_worker`'s docstring); in a fresh interpreter,
+    since both settings are the whole process's."""
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER_GC_PROBE], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]
