@@ -248,6 +248,20 @@ class ClusterState:
         labels: Labels,
         selectors: tuple[LabelSelector, ...],
     ) -> tuple[TaskTransition, ...]:
+        task = self._new_task(time, task_id, job_id, request, priority, labels, selectors)
+        return (self._transition(task, TaskState.RUNNABLE, time, TransitionCause.SUBMITTED),)
+
+    def _new_task(
+        self,
+        time: Time,
+        task_id: TaskId,
+        job_id: JobId,
+        request: Resources,
+        priority: int,
+        labels: Labels,
+        selectors: tuple[LabelSelector, ...],
+    ) -> Task:
+        """Add a task in state CREATED (and its job if new); the caller makes it RUNNABLE."""
         if task_id in self._tasks:
             existing = self._tasks[task_id]
             raise ClusterError(
@@ -268,10 +282,18 @@ class ClusterState:
         )
         self._tasks[task_id] = task
         job.task_ids[task_id] = None
-        return (self._transition(task, TaskState.RUNNABLE, time, TransitionCause.SUBMITTED),)
+        return task
 
     def _remove_task(self, time: Time, task_id: TaskId) -> TaskTransition:
         task = self.task(task_id)
+        from_machine = self._drop_task(task)
+        return TaskTransition(
+            time, task.task_id, task.state, None, TransitionCause.REMOVED, from_machine
+        )
+
+    def _drop_task(self, task: Task) -> MachineId | None:
+        """Take `task` out of the state (off its machine, out of its job); returns the
+        machine it ran on, if any."""
         from_machine = self._detach(task) if task.state is TaskState.RUNNING else None
         del self._tasks[task.task_id]
         self._runnable.pop(task.task_id, None)
@@ -279,9 +301,7 @@ class ClusterState:
         del job.task_ids[task.task_id]
         if not job.task_ids:
             del self._jobs[job.job_id]
-        return TaskTransition(
-            time, task.task_id, task.state, None, TransitionCause.REMOVED, from_machine
-        )
+        return from_machine
 
     # ------------------------------------------------------------------ trusted calls
 
@@ -294,13 +314,14 @@ class ClusterState:
     def trusted_submit(self, time: Time, task_id: TaskId, job_id: JobId) -> None:
         """`apply(TaskSubmitted(time=time, task_id=task_id, job_id=job_id))`."""
         self._check_order(time)
-        self._submit(time, task_id, job_id, NO_RESOURCES, 0, NO_LABELS, ())
+        task = self._new_task(time, task_id, job_id, NO_RESOURCES, 0, NO_LABELS, ())
+        self._set_state(task, TaskState.RUNNABLE, time)  # no transition to report
         self._now = time
 
     def trusted_remove(self, time: Time, task_id: TaskId) -> None:
         """`apply(TaskRemoved(time=time, task_id=task_id))`."""
         self._check_order(time)
-        self._remove_task(time, task_id)
+        self._drop_task(self.task(task_id))  # no transition to report
         self._now = time
 
     def _update_task(self, event: TaskUpdated) -> None:
@@ -609,7 +630,16 @@ class ClusterState:
         from_machine_id: MachineId | None = None,
         to_machine_id: MachineId | None = None,
     ) -> TaskTransition:
-        """Change the task's state and its time accounting; the machine is the caller's."""
+        """Change the task's state and its time accounting (`_set_state`) and report it; the
+        machine is the caller's."""
+        from_state = task.state
+        self._set_state(task, to_state, time)
+        return TaskTransition(
+            time, task.task_id, from_state, to_state, cause, from_machine_id, to_machine_id
+        )
+
+    def _set_state(self, task: Task, to_state: TaskState, time: Time) -> None:
+        """Change the task's state and its time accounting, if the move is allowed."""
         from_state = task.state
         check_transition(task.task_id, from_state, to_state)
         if task.runnable_since is not None:
@@ -630,9 +660,6 @@ class ClusterState:
             task.eviction_count += 1
         elif to_state in FINAL_STATES:
             task.finish_time = time
-        return TaskTransition(
-            time, task.task_id, from_state, to_state, cause, from_machine_id, to_machine_id
-        )
 
     # ------------------------------------------------------------------ invariants
 
