@@ -52,6 +52,7 @@ def snapshot(cluster: ClusterState) -> str:
             list(cluster.machines.values()),
             list(cluster.racks.values()),
             list(cluster.pods.values()),
+            list(cluster.waiting_task_ids),
         )
     )
 
