@@ -24,6 +24,8 @@ rescanned a round's temporaries in hundreds of young collections. So after `init
 is moved out of the collector's sight (`gc.freeze`, as the daemon does with its state) and
 young collections run every `YOUNG_COLLECTION_THRESHOLD` allocations instead of 700: most of
 a round's temporaries are then freed by reference counting before any collection sees them.
+(Tuned for the generational collector of Python 3.11 to 3.13; 3.14's incremental one reads the
+thresholds differently.)
 """
 
 from __future__ import annotations
