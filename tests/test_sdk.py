@@ -16,10 +16,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from firmament_py.model import (
+    ClusterError,
     ClusterState,
     LabelSelector,
     MachineAdded,
     MachineStats,
+    MachineUpdated,
     Resources,
     TaskState,
     TaskSubmitted,
@@ -274,6 +276,41 @@ def test_the_default_statistics_shortcut_equals_asking_the_hooks() -> None:
     setup.policy._default_statistics = False
     asked = setup.policy.statistics_pass(setup.cluster)
     assert list(asked.items()) == list(setup.stats.items())
+
+
+@pytest.mark.parametrize("policy", [NoPolicy(), Preemptive()])
+def test_the_default_resource_arcs_shortcut_equals_asking_the_hooks(policy: object) -> None:
+    # With neither resource arc hook of its own, a policy's resource arcs skip the hook calls;
+    # they must be exactly what asking the defaults' two hooks gives, with preemption or not.
+    setup = Setup(policy)
+    resources = [*setup.stats]
+    children = {ref: setup.resource(ref).children for ref in resources}
+    assert setup.policy._default_resource_arcs
+    made = [setup.policy.resource_arcs(ref, children[ref], setup.cluster) for ref in resources]
+    setup.policy._default_resource_arcs = False
+    asked = [setup.policy.resource_arcs(ref, children[ref], setup.cluster) for ref in resources]
+    assert made == asked
+    assert made[0] == ([], ArcDescriptor(0, capacity=2))  # m1: two slots
+    assert made[4][0] == [
+        setup.policy.resource_to_resource(
+            parent=setup.resource(resources[4]), child=setup.resource(ref), cluster=setup.cluster
+        )
+        for ref in children[resources[4]]
+    ]
+
+
+def test_the_default_resource_arcs_refuse_what_the_hooks_refuse() -> None:
+    """A machine with more tasks pinned than slots, or a child no statistics pass reached: the
+    shortcut gives way to the checked calls, which name the problem."""
+    setup = Setup(NoPolicy())
+    with pytest.raises(ClusterError):  # the model never lets it happen ...
+        setup.state.apply(MachineUpdated(time=10 * SECOND, machine_id="m1", slots=0))
+    setup.state.machines["m1"].slots = 0  # ... so this test breaks the state by hand
+    with pytest.raises(PolicyError, match=r"leaf_to_sink.*pinned"):
+        setup.policy.resource_arcs(ResourceRef.machine("m1"), (), setup.cluster)
+    with pytest.raises(PolicyError, match=r"resource_to_resource.*no statistics"):
+        unknown = ResourceRef.machine("m9")
+        setup.policy.resource_arcs(ResourceRef.rack("r1"), (unknown,), setup.cluster)
 
 
 def test_default_selector_class_reaches_only_matching_machines() -> None:

@@ -86,12 +86,14 @@ class ArcType(enum.IntEnum):
 ArcKey = tuple[int, int]
 """An out-arc of a node, identified by (destination node, ArcType)."""
 
-# The arc types of a task's arcs as plain ints, as `ArcKey`s hold them.
+# The arc types the manager keys most often, as plain ints, as `ArcKey`s hold them.
 _RUNNING = int(ArcType.RUNNING)
 _UNSCHEDULED = int(ArcType.UNSCHEDULED)
 _PREEMPTION = int(ArcType.PREEMPTION)
 _TO_CLASS = int(ArcType.TO_CLASS)
 _PREFERENCE = int(ArcType.PREFERENCE)
+_TOPOLOGY = int(ArcType.TOPOLOGY)
+_TO_SINK = int(ArcType.TO_SINK)
 
 
 class FlowGraphManager:
@@ -259,6 +261,7 @@ class FlowGraphManager:
             ref for ref, new in stats.items() if (old := priced.get(ref)) is not new and new != old
         }
         state, machine_refs, rack_refs = self.state, self._machine_ref, self._rack_ref
+        resource_node = self._resource_node
         for ref, node in self._resource_node.items():
             # The children of `ResourceView(ref).children`, read here without the views.
             kind = ref.kind
@@ -270,21 +273,13 @@ class FlowGraphManager:
                 children = tuple([rack_refs[r] for r in state.pods[ref.id].rack_ids])
             if ref not in changed and changed.isdisjoint(children):
                 continue
-            resource = ResourceView(ref, self.cluster)
-            desired: dict[ArcKey, ArcDescriptor] = {}
-            for child in children:
-                desired[(self._resource_node[child], ArcType.TOPOLOGY)] = (
-                    self.policy.resource_to_resource(
-                        parent=resource,
-                        child=ResourceView(child, self.cluster),
-                        cluster=self.cluster,
-                    )
-                )
-            if ref.kind is ResourceKind.MACHINE:
-                machine = MachineView(self.state.machines[ref.id])
-                desired[(self.sink, ArcType.TO_SINK)] = self.policy.leaf_to_sink(
-                    machine=machine, cluster=self.cluster
-                )
+            topology, leaf = self.policy.resource_arcs(ref, children, self.cluster)
+            desired: dict[ArcKey, ArcDescriptor] = {
+                (resource_node[child], _TOPOLOGY): descriptor
+                for child, descriptor in zip(children, topology, strict=True)
+            }
+            if leaf is not None:
+                desired[(self.sink, _TO_SINK)] = leaf
             self._reconcile(node, desired)
         # Only now: a failed pass leaves everything to be asked again next time.
         priced.update(stats)

@@ -113,6 +113,16 @@ def _free_arc(capacity: int) -> ArcDescriptor:
     return descriptor
 
 
+def topology_arc(child_stats: ResourceStats, *, preemption_enabled: bool) -> ArcDescriptor:
+    """The default `resource_to_resource` arc into a child with these statistics."""
+    return _free_arc(schedulable_slots(child_stats, preemption_enabled=preemption_enabled))
+
+
+def leaf_arc(slots: int) -> ArcDescriptor:
+    """The default `leaf_to_sink` arc of a machine with this many slots."""
+    return _free_arc(slots)
+
+
 class FirmamentDefaults:
     """The default answer to every answer hook (see the module docstring)."""
 
@@ -176,12 +186,11 @@ class FirmamentDefaults:
 
     @hookimpl(trylast=True)
     def resource_to_resource(self, child: ResourceView, cluster: ClusterView) -> ArcDescriptor:
-        slots = schedulable_slots(child.stats, preemption_enabled=cluster.preemption_enabled)
-        return _free_arc(slots)
+        return topology_arc(child.stats, preemption_enabled=cluster.preemption_enabled)
 
     @hookimpl(trylast=True)
     def leaf_to_sink(self, machine: MachineView) -> ArcDescriptor:
-        return _free_arc(machine.slots)
+        return leaf_arc(machine.slots)
 
     @hookimpl(trylast=True)
     def task_to_equiv_class(self, equiv_class: EquivClassId) -> ArcDescriptor:

@@ -26,7 +26,7 @@ from firmament_py.model.cluster import ClusterState
 from firmament_py.model.ids import EquivClassId, MachineId, RackId, TaskId
 from firmament_py.model.resources import Resources
 from firmament_py.sdk import hookspecs
-from firmament_py.sdk.defaults import FirmamentDefaults
+from firmament_py.sdk.defaults import FirmamentDefaults, leaf_arc, topology_arc
 from firmament_py.sdk.types import (
     ArcDescriptor,
     ClusterView,
@@ -267,6 +267,25 @@ def _default_statistics_pass(cluster: ClusterView) -> dict[ResourceRef, Resource
     return final
 
 
+def _default_resource_arcs(
+    ref: ResourceRef, children: Sequence[ResourceRef], cluster: ClusterView
+) -> tuple[list[ArcDescriptor], ArcDescriptor | None]:
+    """What `PolicyManager.resource_arcs` returns when the defaults answer both
+    `resource_to_resource` and `leaf_to_sink`, without the calls and their checks: the same
+    descriptors (the defaults' own functions make them, valid by construction). A machine
+    with more tasks pinned to it than slots raises, as does a child no statistics pass has
+    reached; the checked calls then fail the same way and report it."""
+    stats = cluster._stats
+    preemption = cluster.preemption_enabled
+    topology = [topology_arc(stats[child], preemption_enabled=preemption) for child in children]
+    if ref.kind is not ResourceKind.MACHINE:
+        return topology, None
+    machine = cluster._state.machines[ref.id]
+    if not preemption and machine.slots < len(machine.running_task_ids):
+        raise ValueError("more tasks pinned than slots")
+    return topology, leaf_arc(machine.slots)
+
+
 def _sum_stats(children: list[ResourceStats]) -> ResourceStats:
     """`ResourceStats()` plus each of `children` (checked: it raises where a sum would)."""
     return ResourceStats(
@@ -356,6 +375,10 @@ class PolicyManager:
                 self._callers[hook] = _no_answers
         # The defaults answer every statistics hook: the pass can skip the hook calls.
         self._default_statistics = not self._policy_hooks.intersection(hookspecs.STATISTICS_HOOKS)
+        # And both arcs out of resources: `resource_arcs` can skip those calls.
+        self._default_resource_arcs = not self._policy_hooks.intersection(
+            ("resource_to_resource", "leaf_to_sink")
+        )
         answer = self._ask("preemption_enabled", {})
         if type(answer) is not bool:
             raise self._wrong("preemption_enabled", {}, answer, "expected a bool")
@@ -647,6 +670,32 @@ class PolicyManager:
     ) -> ResourceStats:
         arguments: dict[str, object] = {"resource": resource, "stats": stats, "cluster": cluster}
         return self._stats("update_stats", arguments)
+
+    def resource_arcs(
+        self, ref: ResourceRef, children: Sequence[ResourceRef], cluster: ClusterView
+    ) -> tuple[list[ArcDescriptor], ArcDescriptor | None]:
+        """The arcs out of resource `ref`: `resource_to_resource` to each of its `children`,
+        in order, and for a machine `leaf_to_sink` (None for a rack or pod), checked.
+
+        When the policy leaves both hooks to the defaults (most policies do), the answers are
+        made without the calls: the same values, as `_default_resource_arcs` explains.
+        """
+        if self._default_resource_arcs and type(cluster) is ClusterView:
+            try:
+                return _default_resource_arcs(ref, children, cluster)
+            except Exception:  # the checked calls below fail the same way and report it
+                pass
+        parent = ResourceView(ref, cluster)
+        topology = [
+            self.resource_to_resource(
+                parent=parent, child=ResourceView(child, cluster), cluster=cluster
+            )
+            for child in children
+        ]
+        if ref.kind is not ResourceKind.MACHINE:
+            return topology, None
+        machine = MachineView(cluster._state.machines[ref.id])
+        return topology, self.leaf_to_sink(machine=machine, cluster=cluster)
 
     def statistics_pass(self, cluster: ClusterView) -> dict[ResourceRef, ResourceStats]:
         """Run the statistics pass over the whole resource topology and return every live
