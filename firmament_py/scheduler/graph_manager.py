@@ -262,7 +262,7 @@ class FlowGraphManager:
         }
         state, machine_refs, rack_refs = self.state, self._machine_ref, self._rack_ref
         resource_node = self._resource_node
-        for ref, node in self._resource_node.items():
+        for ref, node in resource_node.items():
             # The children of `ResourceView(ref).children`, read here without the views.
             kind = ref.kind
             if kind is ResourceKind.MACHINE:
