@@ -4,6 +4,7 @@ round, policy failures, and the incrementally kept graph against one built from 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -712,3 +713,66 @@ def test_random_event_sequences_keep_state_graph_and_optimum_consistent(
         incremental = s.solver.solve_graph(s.graph_manager.graph)
         verify(s.graph_manager.graph, incremental)
         assert incremental.cost == rebuilt_cost(s)
+
+
+class Restless:
+    """Preemption on, and every machine's price drawn afresh each round (staying costs what
+    moving there would): rounds place, migrate and, with more tasks than slots, preempt."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.prices: dict[ResourceRef, int] = {}
+
+    @hookimpl
+    def preemption_enabled(self) -> bool:
+        return True
+
+    @hookimpl
+    def round_started(self) -> None:
+        self.prices.clear()
+
+    def _price(self, ref: ResourceRef) -> int:
+        return self.prices.setdefault(ref, self.rng.randrange(40))
+
+    @hookimpl
+    def equiv_class_to_resource(self, resource: ResourceView) -> ArcDescriptor:
+        return ArcDescriptor(self._price(resource.ref), capacity=resource.stats.slots)
+
+    @hookimpl
+    def task_continuation(self, machine: MachineView) -> ArcDescriptor:
+        return ArcDescriptor(self._price(machine.ref) + 2)
+
+
+def test_a_rounds_moves_are_its_placements_against_where_tasks_run() -> None:
+    """A round decides from `FlowGraphManager.placement_changes`, which reads only the tasks
+    the flow moves; that must be exactly what comparing `placements` with every task's machine
+    gives, for placements, migrations and preemptions alike."""
+    rng = random.Random(3)
+    kinds: set[DeltaKind] = set()
+    with Scheduler(Restless(5), solver="cost-scaling") as scheduler:
+        for index in range(6):
+            scheduler.handle(
+                MachineAdded(time=0, machine_id=f"m{index}", capacity=Resources(), slots=3)
+            )
+        live: list[int] = []
+        for round_number in range(1, 16):
+            now = round_number * SECOND
+            for task_id in range(
+                len(live) + round_number * 100, len(live) + round_number * 100 + 4
+            ):
+                scheduler.handle(TaskSubmitted(time=now, task_id=task_id, job_id=f"j{task_id % 3}"))
+                live.append(task_id)
+            if len(live) > 22:
+                scheduler.handle(TaskRemoved(time=now, task_id=live.pop(rng.randrange(len(live)))))
+            manager = scheduler.graph_manager
+            manager.update()
+            flow = scheduler.solver.solve_graph(manager.graph).flow
+            tasks = scheduler.state.tasks
+            expected = [
+                (task, tasks[task].machine_id, machine)
+                for task, machine in manager.placements(flow).items()
+                if tasks[task].machine_id != machine
+            ]
+            assert manager.placement_changes(flow) == expected
+            kinds.update(delta.kind for delta in scheduler.run_round(now).deltas)
+    assert kinds == {DeltaKind.PLACE, DeltaKind.MIGRATE, DeltaKind.PREEMPT}

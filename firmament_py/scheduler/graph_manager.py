@@ -126,6 +126,9 @@ class FlowGraphManager:
         self._rebuild_all = False
         # The statistics each resource's out-arcs were last asked with.
         self._priced: dict[ResourceRef, ResourceStats] = {}
+        # By node id: the machine node a task node's task runs on as its arcs were last built
+        # (UNPLACED for a waiting task, and for every other node).
+        self._placed_on = np.zeros(64, dtype=np.int64)
 
     # ------------------------------------------------------------------ reading
 
@@ -324,6 +327,7 @@ class FlowGraphManager:
         if node is None:
             return
         del self._node_task[node]
+        self._placed_on[node] = UNPLACED
         self._waiting.pop(task_id, None)
         self._running.pop(task_id, None)
         self.graph.trusted_remove_node(node)
@@ -399,9 +403,19 @@ class FlowGraphManager:
             assert task.machine_id is not None
             self._waiting.pop(task.task_id, None)
             self._running[task.task_id] = task.machine_id
+            self._note_placement(node, self._machine_node[task.machine_id])
         else:
             self._running.pop(task.task_id, None)
             self._waiting[task.task_id] = None
+            self._note_placement(node, UNPLACED)
+
+    def _note_placement(self, node: int, machine_node: int) -> None:
+        placed_on = self._placed_on
+        if node >= len(placed_on):
+            grown = np.zeros(max(node + 1, 2 * len(placed_on)), dtype=np.int64)
+            grown[: len(placed_on)] = placed_on
+            self._placed_on = placed_on = grown
+        placed_on[node] = machine_node
 
     def _require_path_to_wait(self, task: Task, descriptor: ArcDescriptor) -> None:
         """The arc to U(job) is what keeps every round feasible: it must carry the task."""
@@ -559,9 +573,37 @@ class FlowGraphManager:
     def placements(self, flow: npt.NDArray[np.int64]) -> dict[TaskId, MachineId | None]:
         """Where the solved `flow` puts every task in the graph (None: unscheduled), in the
         order tasks joined the graph; see `flow.placement` for how ties are broken."""
-        tasks = np.fromiter(self._node_task, dtype=np.int64, count=len(self._node_task))
-        machines = np.fromiter(self._node_machine, dtype=np.int64, count=len(self._node_machine))
-        task_nodes, machine_nodes = extract_placement_array(self.graph, flow, tasks, machines)
+        task_nodes, machine_nodes = self._extract(flow)
         node_task, node_machine = self._node_task, self._node_machine
         machine_ids = [None if m == UNPLACED else node_machine[m] for m in machine_nodes.tolist()]
         return dict(zip(map(node_task.__getitem__, task_nodes.tolist()), machine_ids, strict=True))
+
+    def placement_changes(
+        self, flow: npt.NDArray[np.int64]
+    ) -> list[tuple[TaskId, MachineId | None, MachineId | None]]:
+        """The tasks the solved `flow` puts elsewhere than where they are, in the order tasks
+        joined the graph: (task, its machine now, its machine by the flow), None for waiting.
+        What comparing `placements(flow)` with every task's machine gives, without a dict of
+        every task in the graph (a round's extraction is then proportional to what moves)."""
+        task_nodes, machine_nodes = self._extract(flow)
+        before = self._placed_on[task_nodes]
+        moved = np.flatnonzero(machine_nodes != before)
+        node_task, node_machine = self._node_task, self._node_machine
+        return [
+            (
+                node_task[task],
+                None if old == UNPLACED else node_machine[old],
+                None if new == UNPLACED else node_machine[new],
+            )
+            for task, old, new in zip(
+                task_nodes[moved].tolist(),
+                before[moved].tolist(),
+                machine_nodes[moved].tolist(),
+                strict=True,
+            )
+        ]
+
+    def _extract(self, flow: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], ...]:
+        tasks = np.fromiter(self._node_task, dtype=np.int64, count=len(self._node_task))
+        machines = np.fromiter(self._node_machine, dtype=np.int64, count=len(self._node_machine))
+        return extract_placement_array(self.graph, flow, tasks, machines)

@@ -262,10 +262,10 @@ class Scheduler:
             changes = manager.graph.pending_changes
             result = self.solver.solve_graph(manager.graph)
             solved = wallclock.perf_counter()
-            placements = manager.placements(result.flow)
-            tasks = self.state.tasks  # a new read-only view per access: fetch it once
-            current = {task_id: tasks[task_id].machine_id for task_id in placements}
-            decisions = scheduling_deltas(placements, current)
+            moves = manager.placement_changes(result.flow)
+            decisions = scheduling_deltas(
+                {task: new for task, _, new in moves}, {task: old for task, old, _ in moves}
+            )
             extracted = wallclock.perf_counter()
         except BaseException:
             self._end_round()
