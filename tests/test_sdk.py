@@ -278,6 +278,24 @@ def test_the_default_statistics_shortcut_equals_asking_the_hooks() -> None:
     assert list(asked.items()) == list(setup.stats.items())
 
 
+def test_the_default_statistics_shortcut_keeps_what_still_holds_and_redoes_the_rest() -> None:
+    setup = Setup(NoPolicy())
+    first = dict(setup.stats)
+    setup.state.place(2, "m2", time=10 * SECOND)  # m2 runs one more task
+    setup.state.apply(MachineStats(time=11 * SECOND, machine_id="m3", usage=CPU))
+    setup.state.apply(MachineUpdated(time=12 * SECOND, machine_id="m4", slots=5))
+    again = setup.policy.statistics_pass(setup.cluster)  # the view still serves `first`
+    setup.policy._default_statistics = False
+    asked = setup.policy.statistics_pass(setup.cluster)
+    assert list(again.items()) == list(asked.items())
+    kept = {
+        ref.id for ref in again if ref.kind is ResourceKind.MACHINE and again[ref] is first[ref]
+    }
+    assert kept == {"m1"}
+    assert again[ResourceRef.machine("m2")].running_tasks == 1
+    assert again[ResourceRef.pod("p2")].slots == 5
+
+
 @pytest.mark.parametrize("policy", [NoPolicy(), Preemptive()])
 def test_the_default_resource_arcs_shortcut_equals_asking_the_hooks(policy: object) -> None:
     # With neither resource arc hook of its own, a policy's resource arcs skip the hook calls;

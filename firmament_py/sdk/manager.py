@@ -24,7 +24,7 @@ import pluggy
 
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.ids import EquivClassId, MachineId, RackId, TaskId
-from firmament_py.model.resources import Resources
+from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.sdk import hookspecs
 from firmament_py.sdk.defaults import FirmamentDefaults, leaf_arc, topology_arc
 from firmament_py.sdk.types import (
@@ -247,14 +247,30 @@ def _default_statistics_pass(cluster: ClusterView) -> dict[ResourceRef, Resource
     child: the model keeps every resource value non-negative, so a sum overflows int64 exactly
     when one of the pairwise sums would. Any exception (such an overflow) is left to the checked
     pass, which fails the same way and reports it.
+
+    A machine whose statistics from the previous pass (`cluster`'s) still hold, field by field
+    (its resource vectors the very same objects), keeps that object: most machines do from one
+    round to the next, and the graph manager then sees at once (`is`) that nothing changed.
     """
     state = cluster._state
+    previous = cluster._stats
     machine_kind, rack_kind, pod_kind = ResourceKind.MACHINE, ResourceKind.RACK, ResourceKind.POD
     final: dict[ResourceRef, ResourceStats] = {}
     machine_stats: dict[MachineId, ResourceStats] = {}
     for machine_id, machine in state.machines.items():
-        stats = _machine_stats(ResourceStats, machine)
-        final[_model_ref(machine_kind, machine_id)] = stats
+        ref = _model_ref(machine_kind, machine_id)
+        stats = previous.get(ref)
+        if (
+            type(stats) is not ResourceStats
+            or stats.machines != 1
+            or stats.slots != machine.slots
+            or stats.running_tasks != len(machine.running_task_ids)
+            or stats.capacity is not machine.capacity
+            or stats.reserved is not machine.reserved
+            or stats.measured_usage is not (machine.measured_usage or NO_RESOURCES)
+        ):
+            stats = _machine_stats(ResourceStats, machine)
+        final[ref] = stats
         machine_stats[machine_id] = stats
     rack_stats: dict[RackId, ResourceStats] = {}
     for rack_id, rack in state.racks.items():
