@@ -317,6 +317,25 @@ def test_the_default_resource_arcs_shortcut_equals_asking_the_hooks(policy: obje
     ]
 
 
+@pytest.mark.parametrize("policy", [NoPolicy(), Preemptive()])
+def test_the_default_class_arcs_shortcut_equals_asking_the_hooks(policy: object) -> None:
+    setup = Setup(policy)
+    selectors = setup.policy.task_equiv_classes(task=setup.task(3), cluster=setup.cluster)[0]
+    classes = [CLUSTER_AGGREGATOR, selectors, "other"]
+    assert setup.policy._default_class_arcs
+    made = [setup.policy.class_arcs(c, setup.cluster) for c in classes]
+    setup.policy._default_class_arcs = False
+    asked = [setup.policy.class_arcs(c, setup.cluster) for c in classes]
+    assert made == asked
+    assert [ref.id for ref, _ in made[0]] == ["m1", "m2", "m3", "m4"]
+    assert [ref.id for ref, _ in made[1]] == ["m3", "m4"] and made[2] == []
+    # A machine no statistics pass reached: the checked calls name it.
+    setup.policy._default_class_arcs = True
+    del setup.stats[ResourceRef.machine("m2")]
+    with pytest.raises(PolicyError, match=r"equiv_class_to_resource.*no statistics"):
+        setup.policy.class_arcs(CLUSTER_AGGREGATOR, setup.cluster)
+
+
 def test_the_default_resource_arcs_refuse_what_the_hooks_refuse() -> None:
     """A machine with more tasks pinned than slots, or a child no statistics pass reached: the
     shortcut gives way to the checked calls, which name the problem."""

@@ -93,6 +93,7 @@ _PREEMPTION = int(ArcType.PREEMPTION)
 _TO_CLASS = int(ArcType.TO_CLASS)
 _PREFERENCE = int(ArcType.PREFERENCE)
 _TOPOLOGY = int(ArcType.TOPOLOGY)
+_CLASS_TO_RESOURCE = int(ArcType.CLASS_TO_RESOURCE)
 _TO_SINK = int(ArcType.TO_SINK)
 
 
@@ -478,20 +479,16 @@ class FlowGraphManager:
         """Ask every class some task reaches for its arcs (breadth first through class to class
         arcs), then drop the classes nothing points to."""
         graph, cluster, ask = self.graph, self.cluster, self.policy
+        resource_node = self._resource_node
         in_degree = graph.trusted_in_degree
         queue = deque(c for c, node in self._class_node.items() if in_degree(node) > 0)
         seen = set(queue)
         while queue:
             equiv_class = queue.popleft()
-            desired: dict[ArcKey, ArcDescriptor] = {}
-            for ref in ask.equiv_class_preference_arcs(equiv_class=equiv_class, cluster=cluster):
-                desired[(self._resource_node[ref], ArcType.CLASS_TO_RESOURCE)] = (
-                    ask.equiv_class_to_resource(
-                        equiv_class=equiv_class,
-                        resource=ResourceView(ref, cluster),
-                        cluster=cluster,
-                    )
-                )
+            desired: dict[ArcKey, ArcDescriptor] = {
+                (resource_node[ref], _CLASS_TO_RESOURCE): descriptor
+                for ref, descriptor in ask.class_arcs(equiv_class, cluster)
+            }
             for target in ask.equiv_class_to_equiv_class_arcs(
                 equiv_class=equiv_class, cluster=cluster
             ):

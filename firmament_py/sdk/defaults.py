@@ -113,9 +113,10 @@ def _free_arc(capacity: int) -> ArcDescriptor:
     return descriptor
 
 
-def topology_arc(child_stats: ResourceStats, *, preemption_enabled: bool) -> ArcDescriptor:
-    """The default `resource_to_resource` arc into a child with these statistics."""
-    return _free_arc(schedulable_slots(child_stats, preemption_enabled=preemption_enabled))
+def free_slots_arc(stats: ResourceStats, *, preemption_enabled: bool) -> ArcDescriptor:
+    """The default arc into a resource with these statistics, from its parent or from a class:
+    cost 0, capacity `schedulable_slots`."""
+    return _free_arc(schedulable_slots(stats, preemption_enabled=preemption_enabled))
 
 
 def leaf_arc(slots: int) -> ArcDescriptor:
@@ -186,7 +187,7 @@ class FirmamentDefaults:
 
     @hookimpl(trylast=True)
     def resource_to_resource(self, child: ResourceView, cluster: ClusterView) -> ArcDescriptor:
-        return topology_arc(child.stats, preemption_enabled=cluster.preemption_enabled)
+        return free_slots_arc(child.stats, preemption_enabled=cluster.preemption_enabled)
 
     @hookimpl(trylast=True)
     def leaf_to_sink(self, machine: MachineView) -> ArcDescriptor:
@@ -202,8 +203,7 @@ class FirmamentDefaults:
     def equiv_class_to_resource(
         self, resource: ResourceView, cluster: ClusterView
     ) -> ArcDescriptor:
-        slots = schedulable_slots(resource.stats, preemption_enabled=cluster.preemption_enabled)
-        return _free_arc(slots)
+        return free_slots_arc(resource.stats, preemption_enabled=cluster.preemption_enabled)
 
     @hookimpl(trylast=True)
     def equiv_class_to_equiv_class(self) -> ArcDescriptor:

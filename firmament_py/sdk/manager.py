@@ -26,7 +26,7 @@ from firmament_py.model.cluster import ClusterState
 from firmament_py.model.ids import EquivClassId, MachineId, RackId, TaskId
 from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.sdk import hookspecs
-from firmament_py.sdk.defaults import FirmamentDefaults, leaf_arc, topology_arc
+from firmament_py.sdk.defaults import FirmamentDefaults, free_slots_arc, leaf_arc
 from firmament_py.sdk.types import (
     ArcDescriptor,
     ClusterView,
@@ -293,7 +293,7 @@ def _default_resource_arcs(
     reached; the checked calls then fail the same way and report it."""
     stats = cluster._stats
     preemption = cluster.preemption_enabled
-    topology = [topology_arc(stats[child], preemption_enabled=preemption) for child in children]
+    topology = [free_slots_arc(stats[child], preemption_enabled=preemption) for child in children]
     if ref.kind is not ResourceKind.MACHINE:
         return topology, None
     machine = cluster._state.machines[ref.id]
@@ -391,9 +391,13 @@ class PolicyManager:
                 self._callers[hook] = _no_answers
         # The defaults answer every statistics hook: the pass can skip the hook calls.
         self._default_statistics = not self._policy_hooks.intersection(hookspecs.STATISTICS_HOOKS)
-        # And both arcs out of resources: `resource_arcs` can skip those calls.
+        # And both arcs out of resources: `resource_arcs` can skip those calls; likewise the
+        # arcs from classes to resources (`class_arcs`).
         self._default_resource_arcs = not self._policy_hooks.intersection(
             ("resource_to_resource", "leaf_to_sink")
+        )
+        self._default_class_arcs = not self._policy_hooks.intersection(
+            ("equiv_class_preference_arcs", "equiv_class_to_resource")
         )
         answer = self._ask("preemption_enabled", {})
         if type(answer) is not bool:
@@ -712,6 +716,42 @@ class PolicyManager:
             return topology, None
         machine = MachineView(cluster._state.machines[ref.id])
         return topology, self.leaf_to_sink(machine=machine, cluster=cluster)
+
+    def class_arcs(
+        self, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> list[tuple[ResourceRef, ArcDescriptor]]:
+        """The arcs from class `equiv_class` to resources, checked: each resource
+        `equiv_class_preference_arcs` names, in order, with its `equiv_class_to_resource`.
+
+        When the policy leaves both hooks to the defaults, the resources are the defaults'
+        answer (live machines, each once) and each arc is made without a call: the defaults'
+        own function, `free_slots_arc`, gives the same value. Anything amiss (a resource no
+        statistics pass reached) falls back to the checked calls, which report it.
+        """
+        if self._default_class_arcs and type(cluster) is ClusterView:
+            try:
+                arguments: dict[str, object] = {"equiv_class": equiv_class, "cluster": cluster}
+                refs = cast(
+                    Sequence[ResourceRef],
+                    self._callers["equiv_class_preference_arcs"](arguments),
+                )
+                stats, preemption = cluster._stats, cluster.preemption_enabled
+                return [
+                    (ref, free_slots_arc(stats[ref], preemption_enabled=preemption))
+                    for ref in refs
+                ]
+            except Exception:  # the checked calls below fail the same way and report it
+                pass
+        refs = self.equiv_class_preference_arcs(equiv_class=equiv_class, cluster=cluster)
+        return [
+            (
+                ref,
+                self.equiv_class_to_resource(
+                    equiv_class=equiv_class, resource=ResourceView(ref, cluster), cluster=cluster
+                ),
+            )
+            for ref in refs
+        ]
 
     def statistics_pass(self, cluster: ClusterView) -> dict[ResourceRef, ResourceStats]:
         """Run the statistics pass over the whole resource topology and return every live
