@@ -26,6 +26,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from firmament_py import __version__
+from firmament_py.collector import settled as settled_collector
 from firmament_py.flow.dimacs import (
     DimacsError,
     DimacsReader,
@@ -369,6 +370,13 @@ def _base_job(policy: str, solver: str, workload: dict[str, Any]) -> SimulationJ
 def simulate(policy: str, solver: str, out: str, plots: bool, quiet: bool, **workload: Any) -> None:
     """Replay a workload against the real scheduler in simulated time; write per-round and
     per-task CSVs, a JSON summary and plots to --out, and print a summary."""
+    with settled_collector():  # the work is rounds: see `firmament_py.collector`
+        _simulate(policy, solver, out, plots, quiet, workload)
+
+
+def _simulate(
+    policy: str, solver: str, out: str, plots: bool, quiet: bool, workload: dict[str, Any]
+) -> None:
     job = _base_job(policy, solver, workload)
     duration = job.duration_s
     err = Console(stderr=True)

@@ -592,7 +592,8 @@ def test_tasks_and_machines_are_listed_page_by_page(tmp_path: Path) -> None:
 WORKER_GC_PROBE = """
 import gc, pickle, threading, zmq
 from firmament_py.model.cluster import ClusterState
-from firmament_py.service.round_worker import YOUNG_COLLECTION_THRESHOLD, run_worker
+from firmament_py.collector import YOUNG_COLLECTION_THRESHOLD
+from firmament_py.service.round_worker import run_worker
 socket = zmq.Context.instance().socket(zmq.PAIR)
 socket.setsockopt(zmq.RCVTIMEO, 60_000)  # a worker that fails to start: an error, not a hang
 port = socket.bind_to_random_port("tcp://127.0.0.1")

@@ -737,8 +737,7 @@ class PolicyManager:
                 )
                 stats, preemption = cluster._stats, cluster.preemption_enabled
                 return [
-                    (ref, free_slots_arc(stats[ref], preemption_enabled=preemption))
-                    for ref in refs
+                    (ref, free_slots_arc(stats[ref], preemption_enabled=preemption)) for ref in refs
                 ]
             except Exception:  # the checked calls below fail the same way and report it
                 pass

@@ -18,14 +18,8 @@ replica's state is always the daemon's state as of the last record sent. The dae
 a round's answer (and sends its record) before asking for the next round.
 
 Garbage collection. The replica and the imported modules, some 10^5 objects, live as long as
-the process, and a round makes and drops about as many temporaries. Left to the defaults, the
-cyclic collector walked all of it every two seconds or so (75-100 ms a time under load) and
-rescanned a round's temporaries in hundreds of young collections. So after `init` the replica
-is moved out of the collector's sight (`gc.freeze`, as the daemon does with its state) and
-young collections run every `YOUNG_COLLECTION_THRESHOLD` allocations instead of 700: most of
-a round's temporaries are then freed by reference counting before any collection sees them.
-(Tuned for the generational collector of Python 3.11 to 3.13; 3.14's incremental one reads the
-thresholds differently.)
+the process. So after `init` they are moved out of the cyclic collector's sight and young
+collections are made rarer (`firmament_py.collector.settle`, which says why).
 """
 
 from __future__ import annotations
@@ -38,16 +32,14 @@ from typing import Any
 import msgpack
 import zmq
 
+from firmament_py.collector import settle as settle_collector
 from firmament_py.parent_death import die_with_parent
 from firmament_py.scheduler import Scheduler
 from firmament_py.service.protocol import decision_to_wire
 from firmament_py.service.state import ReplayError, replay
 from firmament_py.solvers.warmup import warm_up
 
-__all__ = ["YOUNG_COLLECTION_THRESHOLD", "run_worker"]
-
-YOUNG_COLLECTION_THRESHOLD = 20_000
-"""Allocations between young collections in this process (Python's default: 700)."""
+__all__ = ["run_worker"]
 
 
 def _pack(value: Any) -> bytes:
@@ -88,9 +80,7 @@ def run_worker(endpoint: str, daemon_pid: int | None = None) -> None:
                 )
                 # A race's workers warm up in their own processes; past a minute, go on.
                 scheduler.solver.wait_ready(timeout=60.0)
-                gc.collect()
-                gc.freeze()  # see the module docstring
-                gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, 20, 20)
+                settle_collector()  # see the module docstring
                 socket.send_multipart([b"ready"])
                 continue
             if scheduler is None:

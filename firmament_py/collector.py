@@ -1,0 +1,48 @@
+"""The cyclic garbage collector's settings for this package's own round-running processes.
+
+A scheduling round makes and drops some 10^5 short-lived objects (views, tuples, dicts) beside a
+state of as many long-lived ones. With Python's defaults the collector rescans the short-lived
+ones in hundreds of young collections a round, and walks the whole state in a full collection
+every few seconds (75 to 100 ms a time in the daemon's scheduling process under load; see
+`docs/benchmarks.md`). The processes whose work is rounds (the daemon's scheduling process and
+`firmament-py simulate`) call `settle` once their long-lived objects exist, or run inside
+`settled`, which puts the collector back as it was. The library itself never changes the
+collector: an application that embeds `Scheduler` decides for its process.
+
+Tuned for the generational collector of Python 3.11 to 3.13; 3.14's incremental one reads the
+thresholds differently.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["YOUNG_COLLECTION_THRESHOLD", "settle", "settled"]
+
+YOUNG_COLLECTION_THRESHOLD = 20_000
+"""Allocations between young collections after `settle` (Python's default: 700): most of a
+round's short-lived objects are then freed by reference counting before a collection sees them."""
+
+
+def settle() -> None:
+    """Move everything alive now out of the collector's sight (`gc.freeze`: it is long-lived,
+    and holds no cycles worth collecting) and make young collections rarer. Call it again
+    after building a new long-lived state; `gc.unfreeze` first lets the old one's cycles go."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, 20, 20)
+
+
+@contextmanager
+def settled() -> Iterator[None]:
+    """`settle` for the duration of a `with` block, then the thresholds as they were and the
+    frozen objects back in the collector's sight (a command run inside a test process, say)."""
+    thresholds = gc.get_threshold()
+    settle()
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
