@@ -37,12 +37,18 @@ def settle() -> None:
 
 @contextmanager
 def settled() -> Iterator[None]:
-    """`settle` for the duration of a `with` block, then the thresholds as they were and the
-    frozen objects back in the collector's sight (a command run inside a test process, say)."""
+    """`settle` for the duration of a `with` block, then the collector as it was (a command run
+    inside a test process, say). A process that has frozen objects of its own keeps them
+    frozen, and nothing more is frozen: only the thresholds change for the block."""
     thresholds = gc.get_threshold()
-    settle()
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        settle()
+    else:
+        gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, 20, 20)
     try:
         yield
     finally:
         gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        if freeze:
+            gc.unfreeze()

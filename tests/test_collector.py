@@ -15,12 +15,26 @@ from firmament_py.collector import YOUNG_COLLECTION_THRESHOLD, settled
 
 
 def test_settled_freezes_and_puts_the_collector_back() -> None:
+    gc.unfreeze()  # what earlier tests froze (an in-process daemon freezes its state)
     before = gc.get_threshold()
-    with settled():
+    with pytest.raises(ValueError), settled():
         assert gc.get_threshold()[0] == YOUNG_COLLECTION_THRESHOLD
         assert gc.get_freeze_count() > 1_000  # the imported modules, at least
+        raise ValueError("the command failed")
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+def test_settled_leaves_a_process_own_frozen_objects_alone() -> None:
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        with settled():
+            assert gc.get_threshold()[0] == YOUNG_COLLECTION_THRESHOLD
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
 
 
 def test_the_simulate_command_runs_settled(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -776,3 +776,30 @@ def test_a_rounds_moves_are_its_placements_against_where_tasks_run() -> None:
             assert manager.placement_changes(flow) == expected
             kinds.update(delta.kind for delta in scheduler.run_round(now).deltas)
     assert kinds == {DeltaKind.PLACE, DeltaKind.MIGRATE, DeltaKind.PREEMPT}
+
+
+def test_a_task_whose_task_added_fails_is_left_out_however_many_nodes_there_are() -> None:
+    """The failing task's node is the 65th and more (past the graph manager's first sizing of
+    its per-node arrays): the error is the task's, reported, and rounds go on."""
+
+    class Unwelcoming:
+        @hookimpl
+        def task_added(self, task: TaskView) -> None:
+            if task.task_id == 99:
+                raise RuntimeError("no room for task 99")
+
+    with Scheduler(Unwelcoming(), solver="cost-scaling") as scheduler:
+        scheduler.handle(MachineAdded(time=0, machine_id="m", capacity=Resources(), slots=100))
+        for task_id in range(100):
+            scheduler.handle(TaskSubmitted(time=0, task_id=task_id, job_id="j"))
+        manager, nodes = scheduler.graph_manager, []
+        for round_number in (1, 2, 3):
+            result = scheduler.run_round(round_number * SECOND)
+            (error,) = result.task_errors
+            assert "no room for task 99" in str(error) and error.hook == "task_added"
+            assert result.waiting_tasks == 1 and manager.task_node(99) is None
+            assert len(list(manager.task_ids)) == 99
+            nodes.append(manager.graph.num_nodes)
+        # No half-removed node left behind (round 1 still had the class and U(j) for waiting
+        # tasks; once they run, only task 99 would need them, and it is not in the graph).
+        assert nodes[1] == nodes[2] == nodes[0] - 2

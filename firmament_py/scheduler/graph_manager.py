@@ -128,7 +128,7 @@ class FlowGraphManager:
         # The statistics each resource's out-arcs were last asked with.
         self._priced: dict[ResourceRef, ResourceStats] = {}
         # By node id: the machine node a task node's task runs on as its arcs were last built
-        # (UNPLACED for a waiting task, and for every other node).
+        # (UNPLACED for a waiting task, and for every other node; UNPLACED is 0, as zeros fill).
         self._placed_on = np.zeros(64, dtype=np.int64)
 
     # ------------------------------------------------------------------ reading
@@ -396,6 +396,7 @@ class FlowGraphManager:
             node = self.graph.trusted_add_node(1, NodeKind.TASK)
             self._task_node[task.task_id] = node
             self._node_task[node] = task.task_id
+            self._note_placement(node, UNPLACED)  # before a hook can fail and remove it
             ask.task_added(task=view, cluster=cluster)
             self._add_arcs(node, desired)  # a new node has no arcs to reconcile with
         else:
@@ -580,8 +581,10 @@ class FlowGraphManager:
     ) -> list[tuple[TaskId, MachineId | None, MachineId | None]]:
         """The tasks the solved `flow` puts elsewhere than where they are, in the order tasks
         joined the graph: (task, its machine now, its machine by the flow), None for waiting.
-        What comparing `placements(flow)` with every task's machine gives, without a dict of
-        every task in the graph (a round's extraction is then proportional to what moves)."""
+        "Now" is as of the task's last build, which after `update` is the cluster's: every
+        change of a task's machine marks the task changed, and `update` rebuilds it. What
+        comparing `placements(flow)` with every task's machine gives, without a dict of every
+        task in the graph (a round's extraction is then proportional to what moves)."""
         task_nodes, machine_nodes = self._extract(flow)
         before = self._placed_on[task_nodes]
         moved = np.flatnonzero(machine_nodes != before)
