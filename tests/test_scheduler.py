@@ -746,23 +746,45 @@ class Restless:
 def test_a_rounds_moves_are_its_placements_against_where_tasks_run() -> None:
     """A round decides from `FlowGraphManager.placement_changes`, which reads only the tasks
     the flow moves; that must be exactly what comparing `placements` with every task's machine
-    gives, for placements, migrations and preemptions alike."""
+    gives: for placements, migrations and preemptions, past the first 64 nodes, across a failed
+    machine, a label change (every task rebuilt), a machine that joins, and tasks a hook keeps
+    out of the graph."""
+
+    class Picky(Restless):
+        @hookimpl
+        def task_to_unscheduled(self, task: TaskView) -> ArcDescriptor | None:
+            if task.task_id % 29 == 0:
+                raise RuntimeError("not this one")
+            return None
+
     rng = random.Random(3)
     kinds: set[DeltaKind] = set()
-    with Scheduler(Restless(5), solver="cost-scaling") as scheduler:
-        for index in range(6):
-            scheduler.handle(
-                MachineAdded(time=0, machine_id=f"m{index}", capacity=Resources(), slots=3)
+    events: dict[int, ClusterEvent] = {
+        6: MachineFailed(time=6 * SECOND, machine_id="m0"),
+        9: MachineUpdated(time=9 * SECOND, machine_id="m1", labels={"zone": "x"}),
+        11: MachineAdded(time=11 * SECOND, machine_id="m12", capacity=Resources(), slots=4),
+    }
+    with Scheduler(Picky(5), solver="cost-scaling") as scheduler:
+        for index in range(12):
+            added = MachineAdded(
+                time=0,
+                machine_id=f"m{index}",
+                capacity=Resources(),
+                slots=4,
+                rack_id=f"r{index % 3}",
             )
+            scheduler.handle(added)
         live: list[int] = []
+        next_task = 1
         for round_number in range(1, 16):
             now = round_number * SECOND
-            for task_id in range(
-                len(live) + round_number * 100, len(live) + round_number * 100 + 4
-            ):
+            if round_number in events:
+                scheduler.handle(events[round_number])
+            for task_id in range(next_task, next_task + 8):
                 scheduler.handle(TaskSubmitted(time=now, task_id=task_id, job_id=f"j{task_id % 3}"))
                 live.append(task_id)
-            if len(live) > 22:
+            next_task += 8
+            while len(live) > 60:
                 scheduler.handle(TaskRemoved(time=now, task_id=live.pop(rng.randrange(len(live)))))
             manager = scheduler.graph_manager
             manager.update()
@@ -775,6 +797,7 @@ def test_a_rounds_moves_are_its_placements_against_where_tasks_run() -> None:
             ]
             assert manager.placement_changes(flow) == expected
             kinds.update(delta.kind for delta in scheduler.run_round(now).deltas)
+        assert manager.graph.node_id_bound > 64
     assert kinds == {DeltaKind.PLACE, DeltaKind.MIGRATE, DeltaKind.PREEMPT}
 
 
