@@ -189,7 +189,7 @@ class ClusterState:
         transitions: tuple[TaskTransition, ...]
         match event:
             case TaskSubmitted():
-                transitions = self._submit(
+                task = self._new_task(
                     event.time,
                     event.task_id,
                     event.job_id,
@@ -197,6 +197,11 @@ class ClusterState:
                     event.priority,
                     event.labels,
                     event.selectors,
+                )
+                transitions = (
+                    self._transition(
+                        task, TaskState.RUNNABLE, event.time, TransitionCause.SUBMITTED
+                    ),
                 )
             case TaskCompleted():
                 task = self.task(event.task_id)
@@ -237,19 +242,6 @@ class ClusterState:
                 raise TypeError(f"not a cluster event: {event!r}")
         self._now = event.time
         return transitions
-
-    def _submit(
-        self,
-        time: Time,
-        task_id: TaskId,
-        job_id: JobId,
-        request: Resources,
-        priority: int,
-        labels: Labels,
-        selectors: tuple[LabelSelector, ...],
-    ) -> tuple[TaskTransition, ...]:
-        task = self._new_task(time, task_id, job_id, request, priority, labels, selectors)
-        return (self._transition(task, TaskState.RUNNABLE, time, TransitionCause.SUBMITTED),)
 
     def _new_task(
         self,
