@@ -127,8 +127,9 @@ class FlowGraphManager:
         self._rebuild_all = False
         # The statistics each resource's out-arcs were last asked with.
         self._priced: dict[ResourceRef, ResourceStats] = {}
-        # By node id: the machine node a task node's task runs on as its arcs were last built
-        # (UNPLACED for a waiting task, and for every other node; UNPLACED is 0, as zeros fill).
+        # By node id, for the graph's task nodes: the machine node the task runs on as its arcs
+        # were last built, UNPLACED (0) if it waits. Written whenever a task is built, so an
+        # entry is only read for a node whose build finished; other entries mean nothing.
         self._placed_on = np.zeros(64, dtype=np.int64)
 
     # ------------------------------------------------------------------ reading
@@ -328,7 +329,6 @@ class FlowGraphManager:
         if node is None:
             return
         del self._node_task[node]
-        self._placed_on[node] = UNPLACED
         self._waiting.pop(task_id, None)
         self._running.pop(task_id, None)
         self.graph.trusted_remove_node(node)
@@ -396,7 +396,6 @@ class FlowGraphManager:
             node = self.graph.trusted_add_node(1, NodeKind.TASK)
             self._task_node[task.task_id] = node
             self._node_task[node] = task.task_id
-            self._note_placement(node, UNPLACED)  # before a hook can fail and remove it
             ask.task_added(task=view, cluster=cluster)
             self._add_arcs(node, desired)  # a new node has no arcs to reconcile with
         else:
