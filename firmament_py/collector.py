@@ -24,6 +24,7 @@ __all__ = ["YOUNG_COLLECTION_THRESHOLD", "settle", "settled"]
 YOUNG_COLLECTION_THRESHOLD = 20_000
 """Allocations between young collections after `settle` (Python's default: 700): most of a
 round's short-lived objects are then freed by reference counting before a collection sees them."""
+_THRESHOLDS = (YOUNG_COLLECTION_THRESHOLD, 20, 20)
 
 
 def settle() -> None:
@@ -32,7 +33,7 @@ def settle() -> None:
     after building a new long-lived state; `gc.unfreeze` first lets the old one's cycles go."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, 20, 20)
+    gc.set_threshold(*_THRESHOLDS)
 
 
 @contextmanager
@@ -45,7 +46,7 @@ def settled() -> Iterator[None]:
     if freeze:
         settle()
     else:
-        gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, 20, 20)
+        gc.set_threshold(*_THRESHOLDS)
     try:
         yield
     finally:
