@@ -11,8 +11,11 @@ get nothing; binding beyond loopback without keys refused.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -373,6 +376,38 @@ def test_curve_serves_allowed_clients_only(tmp_path: Path) -> None:
         assert "evil" not in served.daemon.service.cluster.machines
     finally:
         served.stop()
+
+
+def test_only_this_user_can_reach_the_scheduling_process_socket(tmp_path: Path) -> None:
+    """Whoever connects there first is sent the cluster's state and has its decisions applied:
+    the socket is a Unix socket in a directory of this user's alone, removed on close."""
+    daemon = SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
+    try:
+        endpoint = daemon._worker_endpoint
+        assert endpoint.startswith("ipc://")
+        path = endpoint.removeprefix("ipc://")
+        directory = Path(path).parent
+        assert Path(path).exists()
+        info = directory.stat()
+        assert stat.S_IMODE(info.st_mode) == 0o700
+        assert info.st_uid == os.geteuid()
+        if os.geteuid() == 0:  # as root the test can be another user: it is refused
+            child = os.fork()
+            if child == 0:  # pragma: no cover - the child process
+                code = 1
+                try:
+                    os.setuid(65534)
+                    with socket.socket(socket.AF_UNIX) as probe:
+                        probe.connect(path)
+                except PermissionError:
+                    code = 0
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(child, 0)
+            assert os.waitstatus_to_exitcode(status) == 0, "another user reached the socket"
+    finally:
+        daemon.close()
+    assert not directory.exists()
 
 
 def test_binding_beyond_loopback_needs_keys(tmp_path: Path) -> None:

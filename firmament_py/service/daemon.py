@@ -42,8 +42,10 @@ import itertools
 import logging
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -225,10 +227,12 @@ class SchedulingDaemon:
         self._context = zmq.Context()
         self._authenticator: ThreadAuthenticator | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._worker_dir: str | None = None
         try:
             self._open_sockets()
         except BaseException:
             self._context.destroy(linger=0)
+            self._remove_worker_dir()
             self.journal.close()
             raise
         self._start_worker()
@@ -247,8 +251,7 @@ class SchedulingDaemon:
         self._worker = self._context.socket(zmq.PAIR)
         self._worker.setsockopt(zmq.LINGER, 0)
         self._worker.setsockopt(zmq.SNDHWM, 0)  # never block on a scheduling process behind
-        port = self._worker.bind_to_random_port("tcp://127.0.0.1")
-        self._worker_endpoint = f"tcp://127.0.0.1:{port}"
+        self._worker_endpoint = self._bind_worker_socket()
         try:
             self._router.bind(config.bind)
         except zmq.ZMQError as error:
@@ -265,6 +268,24 @@ class SchedulingDaemon:
         self._poller = zmq.Poller()
         self._poller.register(self._router, zmq.POLLIN)
         self._poller.register(self._worker, zmq.POLLIN)
+
+    def _bind_worker_socket(self) -> str:
+        """Bind the socket to the scheduling process where no other user can reach it.
+
+        Whoever connects to it first becomes the scheduling process: it is sent the whole
+        cluster state and its decisions are applied. A loopback TCP port is open to every local
+        user (one who connected while the process starts, or restarts, would take its place),
+        so the socket is a Unix socket in a directory only this user can enter (`mkdtemp`
+        makes it mode 0700); removed by `close`.
+        """
+        if not zmq.has("ipc"):  # not on this platform's libzmq: loopback TCP it is
+            _log.warning("no ipc transport: the scheduling process's socket is on loopback TCP")
+            port = self._worker.bind_to_random_port("tcp://127.0.0.1")
+            return f"tcp://127.0.0.1:{port}"
+        self._worker_dir = tempfile.mkdtemp(prefix="firmament-py-")
+        endpoint = f"ipc://{self._worker_dir}/worker"
+        self._worker.bind(endpoint)
+        return endpoint
 
     # ------------------------------------------------------------------ the worker
 
@@ -576,6 +597,11 @@ class SchedulingDaemon:
             "now_us": cluster.now,
         }
 
+    def _remove_worker_dir(self) -> None:
+        if self._worker_dir is not None:
+            shutil.rmtree(self._worker_dir, ignore_errors=True)
+            self._worker_dir = None
+
     def close(self) -> None:
         """Flush the journal, write a snapshot, stop the worker, close the sockets."""
         if self._context.closed:
@@ -590,3 +616,4 @@ class SchedulingDaemon:
             if self._authenticator is not None:
                 self._authenticator.stop()
             self._context.destroy(linger=1000)
+            self._remove_worker_dir()
