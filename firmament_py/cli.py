@@ -534,7 +534,8 @@ def experiment(name: str, scale: str, out: str | None, quiet: bool) -> None:
             def progress(done: int, total: int, message: str) -> None:
                 bar.update(task, completed=done, total=total, description=f"{name}: {message}")
 
-            result = run_experiment(name, directory, scale=scale, progress=progress)
+            with settled_collector():  # the work is rounds: see `firmament_py.collector`
+                result = run_experiment(name, directory, scale=scale, progress=progress)
     except (PolicyError, SolverError) as error:
         raise click.ClickException(str(error)) from None
     if not quiet:

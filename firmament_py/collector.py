@@ -4,10 +4,11 @@ A scheduling round makes and drops some 10^5 short-lived objects (views, tuples,
 state of as many long-lived ones. With Python's defaults the collector rescans the short-lived
 ones in hundreds of young collections a round, and walks the whole state in a full collection
 every few seconds (75 to 100 ms a time in the daemon's scheduling process under load; see
-`docs/benchmarks.md`). The processes whose work is rounds (the daemon's scheduling process and
-`firmament-py simulate`) call `settle` once their long-lived objects exist, or run inside
-`settled`, which puts the collector back as it was. The library itself never changes the
-collector: an application that embeds `Scheduler` decides for its process.
+`docs/benchmarks.md`). The processes whose work is rounds (the daemon's scheduling process,
+`firmament-py simulate` and `experiment`, a sweep's runs in its workers) call `settle` once
+their long-lived objects exist, or run inside `settled`, which puts the collector back as it
+was. The library itself never changes the collector: an application that embeds `Scheduler`
+decides for its process.
 
 Tuned for the generational collector of Python 3.11 to 3.13; 3.14's incremental one reads the
 thresholds differently.
@@ -16,6 +17,7 @@ thresholds differently.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,20 +38,38 @@ def settle() -> None:
     gc.set_threshold(*_THRESHOLDS)
 
 
+# `settled` blocks in progress, and what the first of them found (the thresholds, and whether
+# it froze): overlapping blocks (threads of one process, such as a Dask worker's) put the
+# collector back only when the last one ends. `_found` is filled and emptied in place: a module
+# global rebound would free an object a process may have frozen.
+_lock = threading.RLock()
+_depth = 0
+_found: list[tuple[tuple[int, ...], bool]] = []
+
+
 @contextmanager
 def settled() -> Iterator[None]:
     """`settle` for the duration of a `with` block, then the collector as it was (a command run
     inside a test process, say). A process that has frozen objects of its own keeps them
-    frozen, and nothing more is frozen: only the thresholds change for the block."""
-    thresholds = gc.get_threshold()
-    freeze = gc.get_freeze_count() == 0
-    if freeze:
-        settle()
-    else:
-        gc.set_threshold(*_THRESHOLDS)
+    frozen, and nothing more is frozen: only the thresholds change for the block. Blocks may
+    nest and overlap across threads; the collector is put back when the last one ends."""
+    global _depth
+    with _lock:
+        if _depth == 0:
+            freeze = gc.get_freeze_count() == 0
+            _found.append((gc.get_threshold(), freeze))
+            if freeze:
+                settle()
+            else:
+                gc.set_threshold(*_THRESHOLDS)
+        _depth += 1
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        if freeze:
-            gc.unfreeze()
+        with _lock:
+            _depth -= 1
+            if _depth == 0:
+                thresholds, freeze = _found.pop()
+                gc.set_threshold(*thresholds)
+                if freeze:
+                    gc.unfreeze()

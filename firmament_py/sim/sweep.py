@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from firmament_py.collector import settled
 from firmament_py.sdk import available_policies
 from firmament_py.sim.report import Percentiles, RunSummary, format_duration, summarize
 from firmament_py.sim.runner import SimulationJob, run_job
@@ -447,7 +448,8 @@ def run_and_summarize(job: SimulationJob) -> dict[str, Any]:
     failed sweep needs."""
     values: dict[str, Any] = {"label": job.label, "job": _job_values(job)}
     try:
-        summary = summarize(run_job(job))
+        with settled():  # the work is rounds: see `firmament_py.collector`
+            summary = summarize(run_job(job))
     except Exception as error:
         return {
             **values,
