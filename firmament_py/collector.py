@@ -40,8 +40,9 @@ def settle() -> None:
 
 # `settled` blocks in progress, and what the first of them found (the thresholds, and whether
 # it froze): overlapping blocks (threads of one process, such as a Dask worker's) put the
-# collector back only when the last one ends. `_found` is filled and emptied in place: a module
-# global rebound would free an object a process may have frozen.
+# collector back only when the last one ends. `_found` is filled and emptied in place, never
+# rebound: rebinding would free the object it held, which a process that froze its own objects
+# had frozen too (harmless, but `settled` leaves such a process's frozen objects alone).
 _lock = threading.RLock()
 _depth = 0
 _found: list[tuple[tuple[int, ...], bool]] = []
@@ -56,12 +57,12 @@ def settled() -> Iterator[None]:
     global _depth
     with _lock:
         if _depth == 0:
-            freeze = gc.get_freeze_count() == 0
-            _found.append((gc.get_threshold(), freeze))
-            if freeze:
+            found = gc.get_threshold(), gc.get_freeze_count() == 0
+            if found[1]:
                 settle()
             else:
                 gc.set_threshold(*_THRESHOLDS)
+            _found.append(found)
         _depth += 1
     try:
         yield

@@ -76,6 +76,7 @@ def test_settled_blocks_nest_and_overlap_across_threads() -> None:
         second_in.set()
         assert first_out.wait(10)
         seen.append(gc.get_threshold()[0])  # the first block ended, this one still runs
+        assert gc.get_freeze_count() > 0
         with settled():  # nested in one thread
             pass
         seen.append(gc.get_threshold()[0])

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import mmap
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -12,6 +14,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -602,3 +605,68 @@ def test_the_hedge_delay_counts_the_favourites_solve_not_the_warm_up() -> None:
         assert race._hedge_delay() == pytest.approx(1.5 * solve + 0.05)
     finally:
         race.close()
+
+
+class _SlowConnection:
+    """A worker's socket whose write of a message takes a second, or ends as a real one does
+    when its handle is closed under it (`multiprocessing.connection` then writes to None)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self.writing = threading.Event()
+        self.peer_gone = threading.Event()
+
+    def send_bytes(self, data: bytes) -> None:
+        self.writing.set()
+        deadline = time.monotonic() + 1.0
+        while not self.closed and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if self.closed:
+            raise TypeError("'NoneType' object cannot be interpreted as an integer")
+
+    def send(self, message: object) -> None:
+        self.send_bytes(b"")
+
+    def recv(self) -> object:
+        self.peer_gone.wait(10)
+        raise EOFError
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_worker_that_ends_while_a_message_is_written_to_it_is_closed_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The receiver closes a worker's socket once the worker is gone; a message still being
+    written must end first (found as a traceback when a race was closed after ten inc90 rounds:
+    its held worker was stopped while its backlog was written)."""
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    connection = _SlowConnection()
+    flag_map = mmap.mmap(-1, 24)
+    worker = racing._Worker(
+        "cost-scaling",
+        process=None,  # type: ignore[arg-type]  # the threads never touch it
+        conn=connection,  # type: ignore[arg-type]
+        flag_map=flag_map,
+        flag=np.zeros(3, dtype=np.int64),
+    )
+    replies: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+    threads = [
+        threading.Thread(target=racing._sender, args=(worker, replies)),
+        threading.Thread(target=racing._receiver, args=(worker, replies)),
+    ]
+    for thread in threads:
+        thread.start()
+    worker.outbox.put(b"a round's backlog")
+    assert connection.writing.wait(10)
+    connection.peer_gone.set()  # the worker ends mid-write: its socket reads end of file
+    assert replies.get(timeout=10) == (worker, racing._DIED)
+    worker.outbox.put(None)
+    for thread in threads:
+        thread.join(10)
+        assert not thread.is_alive()
+    flag_map.close()
+    assert failures == []
+    assert connection.closed

@@ -51,6 +51,8 @@ def start_daemon(journal: Path, port: int) -> subprocess.Popen[bytes]:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        # What a killed daemon leaves (its socket's directory) stays in the test's directory.
+        env={**os.environ, "TMPDIR": str(journal.parent)},
     )
     with Client(f"tcp://127.0.0.1:{port}", timeout=0.5, retries=60) as client:
         client.status()

@@ -230,12 +230,13 @@ class SchedulingDaemon:
         self._worker_dir: str | None = None
         try:
             self._open_sockets()
+            self._start_worker()
         except BaseException:
+            self._stop_worker_process()
             self._context.destroy(linger=0)
             self._remove_worker_dir()
             self.journal.close()
             raise
-        self._start_worker()
 
     def _open_sockets(self) -> None:
         config = self.config
@@ -276,16 +277,29 @@ class SchedulingDaemon:
         cluster state and its decisions are applied. A loopback TCP port is open to every local
         user (one who connected while the process starts, or restarts, would take its place),
         so the socket is a Unix socket in a directory only this user can enter (`mkdtemp`
-        makes it mode 0700); removed by `close`.
+        makes it mode 0700); removed by `close` (not after SIGKILL). A libzmq without the ipc
+        transport (Windows builds) gets loopback TCP, and a warning in the log.
         """
-        if not zmq.has("ipc"):  # not on this platform's libzmq: loopback TCP it is
+        if not zmq.has("ipc"):
             _log.warning("no ipc transport: the scheduling process's socket is on loopback TCP")
             port = self._worker.bind_to_random_port("tcp://127.0.0.1")
             return f"tcp://127.0.0.1:{port}"
-        self._worker_dir = tempfile.mkdtemp(prefix="firmament-py-")
-        endpoint = f"ipc://{self._worker_dir}/worker"
-        self._worker.bind(endpoint)
-        return endpoint
+        # A Unix socket's path has a length limit (107 bytes on Linux): a long TMPDIR falls
+        # back to /tmp.
+        for parent in (None, "/tmp"):
+            try:
+                self._worker_dir = tempfile.mkdtemp(prefix="firmament-py-", dir=parent)
+            except OSError as error:
+                raise DaemonError(f"cannot make a directory for a socket: {error}") from error
+            path = f"{self._worker_dir}/worker"
+            if len(path.encode()) <= zmq.IPC_PATH_MAX_LEN:
+                self._worker.bind(f"ipc://{path}")
+                return f"ipc://{path}"
+            self._remove_worker_dir()
+        raise DaemonError(
+            f"no directory for the scheduling process's socket: {path!r} is longer than "
+            f"{zmq.IPC_PATH_MAX_LEN} bytes"
+        )
 
     # ------------------------------------------------------------------ the worker
 

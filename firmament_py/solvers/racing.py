@@ -131,6 +131,8 @@ class _Worker:
     held: bool = False  # waiting in this race for the favourite to answer (hedged start)
     # Batches for a held-back worker, not written yet (see RacingSolver._send_batch).
     deferred: list[bytes] = field(default_factory=list)
+    # Held by the sender thread while it writes, by the receiver thread while it closes.
+    writing: threading.Lock = field(default_factory=threading.Lock)
 
 
 class _AllWorkersDiedError(SolverError):
@@ -561,16 +563,20 @@ def _applying(workers: list[_Worker]) -> bool:
 
 
 def _sender(w: _Worker, _replies: object) -> None:
-    """Write `w`'s commands in order; a broken pipe shows up as the receiver's end of file."""
+    """Write `w`'s commands in order; a broken pipe shows up as the receiver's end of file.
+    Each write holds `w.writing`, so that the receiver never closes the socket under one."""
     with contextlib.suppress(OSError, ValueError):
         while True:
             message = w.outbox.get()
             if message is None:
                 return
-            if isinstance(message, bytes):
-                w.conn.send_bytes(message)  # pickled already (a batch for every worker)
-            else:
-                w.conn.send(message)
+            with w.writing:
+                if w.conn.closed:
+                    return
+                if isinstance(message, bytes):
+                    w.conn.send_bytes(message)  # pickled already (a batch for every worker)
+                else:
+                    w.conn.send(message)
 
 
 def _receiver(
@@ -583,7 +589,10 @@ def _receiver(
         while True:
             replies.put((w, w.conn.recv()))
     replies.put((w, _DIED))
-    with contextlib.suppress(Exception):
+    # After the write in progress, if any: it ends once the worker has (a broken pipe), or is
+    # killed by the caller, who now hears of its end. Closed under a write, the socket's handle
+    # would be gone between two of its chunks.
+    with w.writing, contextlib.suppress(Exception):
         w.conn.close()
 
 

@@ -557,6 +557,8 @@ def _label_at(
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """Give `v` the label `d < dist[v]`: on the stack if `d` is the distance being settled and
     `v` was never labelled, else in the heap; returns the heap's and the stack's new sizes."""
+    if pos[v] == _ON_STACK:  # labelled at the settled distance already: nothing is smaller
+        return size, top
     dist[v] = d
     if d == current and pos[v] == -1:
         pos[v] = _ON_STACK
