@@ -62,7 +62,22 @@ ALGORITHMS = ["relax", "relaxation", "cost-scaling", "ssp", "race"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@click.group()
+class _Commands(click.Group):
+    """The commands; a file or directory one of them cannot use (missing, not a directory, no
+    permission, a read-only file system: an `OSError` that names a file) is an error message
+    naming it and exit status 1, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as error:
+            if error.filename is None:
+                raise
+            reason = error.strerror or str(error)
+            raise click.ClickException(f"cannot use {error.filename}: {reason}") from error
+
+
+@click.group(cls=_Commands)
 @click.version_option(__version__, prog_name="firmament-py")
 def main() -> None:
     """firmament-py: flow-based cluster scheduling."""
@@ -379,6 +394,8 @@ def _simulate(
 ) -> None:
     job = _base_job(policy, solver, workload)
     duration = job.duration_s
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)  # a bad --out fails now, not after the run
     err = Console(stderr=True)
     bad_rows: list[BadRow] = []
     try:
@@ -399,11 +416,9 @@ def _simulate(
             bar.update(task, completed=duration)
     except (PolicyError, SolverError, TraceError) as error:
         raise click.ClickException(str(error)) from None
-    directory = Path(out)
     if plots:
         paths = write_report(result, directory)
     else:
-        directory.mkdir(parents=True, exist_ok=True)
         paths = [
             write_rounds_csv(result, directory / "rounds.csv"),
             write_tasks_csv(result, directory / "tasks.csv"),
@@ -472,6 +487,7 @@ def sweep(
         spec = parse_sweep_arguments(policies, solvers, params, seeds, base)
     except ValueError as error:
         raise click.UsageError(str(error)) from None
+    Path(out).mkdir(parents=True, exist_ok=True)  # a bad --out fails now, not after the runs
     err = Console(stderr=True)
     try:
         with Progress(
@@ -520,6 +536,7 @@ def experiment(name: str, scale: str, out: str | None, quiet: bool) -> None:
     (docs/workflows.md). Measures, plots, and sets each key claim beside the paper's number."""
     err = Console(stderr=True)
     directory = Path(out) if out is not None else Path("experiments") / name
+    directory.mkdir(parents=True, exist_ok=True)  # a bad --out fails now, not after the runs
     try:
         with Progress(
             TextColumn("{task.description}"),

@@ -28,9 +28,11 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from firmament_py import cli
 from firmament_py.flow.placement import DeltaKind
 from firmament_py.model.resources import Resources
 from firmament_py.model.states import TaskState
@@ -436,6 +438,16 @@ def test_a_long_temporary_directory_gives_the_socket_a_short_one(
             assert [d.task for d in client.schedule().deltas] == [1]
     finally:
         served.stop()
+
+
+def test_a_journal_directory_that_cannot_be_made_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    journal = tmp_path / "a-file" / "journal"
+    with pytest.raises(JournalError, match=r"cannot use .*a-file/journal for the journal"):
+        SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=journal))
+    result = CliRunner().invoke(cli.main, ["serve", "--journal", str(journal)])
+    assert result.exit_code == 1
+    assert "cannot use" in result.output and "Traceback" not in result.output
 
 
 def test_binding_beyond_loopback_needs_keys(tmp_path: Path) -> None:

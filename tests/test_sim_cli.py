@@ -173,3 +173,32 @@ def test_experiment_runs_at_test_scale_and_names_unknown_experiments(tmp_path: P
     assert {p.suffix for p in out.iterdir()} >= {".csv", ".png"}
     unknown = CliRunner().invoke(main, ["experiment", "fig99"])
     assert unknown.exit_code == 2 and "fig7" in unknown.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["simulate", "--synthetic", "small", "--duration", "10", "-q", "--out"],
+        ["sweep", "--synthetic", "small", "--duration", "10", "-q", "--out"],
+        ["experiment", "fig18", "--scale", "test", "-q", "--out"],
+        ["keys", "generate"],
+    ],
+)
+def test_an_output_directory_that_cannot_be_made_is_named_before_any_work(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file where a directory should go: an error naming it, exit status 1, no traceback,
+    and nothing run first."""
+    import firmament_py.cli as cli
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("ran before finding that its output cannot be written")
+
+    for name in ("run_job", "run_sweep", "run_experiment"):
+        monkeypatch.setattr(cli, name, never)
+    (tmp_path / "a-file").write_text("not a directory")
+    out = tmp_path / "a-file" / "out"
+    result = CliRunner().invoke(main, [*command, str(out)])
+    assert result.exit_code == 1, result.output
+    assert f"cannot use {tmp_path / 'a-file'}" in result.output
+    assert "Traceback" not in result.output

@@ -60,7 +60,7 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.flow.placement import DeltaKind, delta_problem
-from firmament_py.service.journal import Journal
+from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
     DELTA_KINDS,
@@ -201,13 +201,24 @@ class SchedulingDaemon:
         if config.publish is not None and not is_loopback(config.publish) and not config.curve:
             raise DaemonError(f"publishing on {config.publish} needs CURVE keys too")
         self.config = config
-        self.journal = Journal(config.journal, fsync=config.fsync)
-        payload, records = self.journal.recover()
-        if payload is None:
-            self.service = ServiceState(dedup_window=config.dedup_window)
-        else:
-            self.service = ServiceState.from_snapshot(payload, dedup_window=config.dedup_window)
-        self.recovered_records = self.service.replay(records)
+        try:
+            self.journal = Journal(config.journal, fsync=config.fsync)
+        except OSError as error:  # cannot be made: a file there, no permission, ...
+            raise JournalError(f"cannot use {config.journal} for the journal: {error}") from error
+        try:
+            payload, records = self.journal.recover()
+            if payload is None:
+                self.service = ServiceState(dedup_window=config.dedup_window)
+            else:
+                self.service = ServiceState.from_snapshot(payload, dedup_window=config.dedup_window)
+            self.recovered_records = self.service.replay(records)
+        except BaseException as error:
+            self.journal.close()  # releases its lock: another daemon may try it
+            if isinstance(error, OSError):
+                raise JournalError(
+                    f"cannot read the journal in {config.journal}: {error}"
+                ) from error
+            raise
         gc.collect()
         gc.freeze()  # see the module docstring
         _log.info(
