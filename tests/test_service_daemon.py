@@ -456,6 +456,15 @@ def test_binding_beyond_loopback_needs_keys(tmp_path: Path) -> None:
             SchedulingDaemon(DaemonConfig(bind=bind, journal=tmp_path / "j"))
 
 
+@pytest.mark.parametrize("bind", ["garbage", "127.0.0.1:7100", "http://127.0.0.1:7100"])
+def test_a_bind_that_is_no_endpoint_is_named_so(tmp_path: Path, bind: str) -> None:
+    with pytest.raises(DaemonError, match="is not a ZeroMQ endpoint"):
+        SchedulingDaemon(DaemonConfig(bind=bind, journal=tmp_path / "j"))
+    with pytest.raises(DaemonError, match="is not a ZeroMQ endpoint"):
+        SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", publish=bind, journal=tmp_path))
+    assert not (tmp_path / "j").exists()  # refused before anything was made
+
+
 def test_a_pipelined_burst_is_applied_in_order_and_answered_each(running: Running) -> None:
     with Client(running.endpoint) as client:
         client.add_machines(machines(2))

@@ -114,6 +114,9 @@ class DaemonConfig:
     curve: CurveServerKeys | None = None
 
 
+_TRANSPORTS = ("tcp", "ipc", "inproc", "pgm", "epgm", "vmci", "ws", "wss")
+
+
 def is_loopback(endpoint: str) -> bool:
     """Whether `endpoint` can only be reached from this machine (tcp on a loopback address,
     ipc, inproc)."""
@@ -193,6 +196,13 @@ class SchedulingDaemon:
     """The daemon; `serve()` runs its loop in the calling thread until `stop()`."""
 
     def __init__(self, config: DaemonConfig) -> None:
+        for endpoint in (config.bind, config.publish):
+            # ZeroMQ's transports a daemon serves on; anything else would read as "not
+            # loopback" below, which is not what is wrong with it.
+            if endpoint is not None and urlsplit(endpoint).scheme not in _TRANSPORTS:
+                raise DaemonError(
+                    f"{endpoint!r} is not a ZeroMQ endpoint: use tcp://HOST:PORT or ipc://PATH"
+                )
         if not is_loopback(config.bind) and config.curve is None:
             raise DaemonError(
                 f"binding {config.bind} reaches beyond this machine: give CURVE keys "
