@@ -26,6 +26,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from firmament_py import __version__
+from firmament_py.cli_params import FiniteFloatRange
 from firmament_py.collector import settled as settled_collector
 from firmament_py.flow.dimacs import (
     DimacsError,
@@ -200,7 +201,7 @@ def _summary(rows: list[tuple[int, int, int, int, float, float, str]]) -> Table:
 @click.option("--machines", type=click.IntRange(1), default=1000, show_default=True)
 @click.option(
     "--utilization",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteFloatRange(0.0, 1.0),
     default=0.5,
     show_default=True,
     help="Fraction of slots with a running task.",
@@ -220,7 +221,7 @@ def _summary(rows: list[tuple[int, int, int, int, float, float, str]]) -> Table:
 )
 @click.option(
     "--churn",
-    type=click.FloatRange(0.0, 1.0),
+    type=FiniteFloatRange(0.0, 1.0),
     default=0.01,
     show_default=True,
     help="Per round, this fraction of tasks finishes and as many new tasks arrive.",
@@ -290,13 +291,13 @@ _WORKLOAD_OPTIONS = [
         help="A Google 2011 trace directory (machine_events/, task_events/, ...).",
     ),
     click.option("--machines", type=click.IntRange(1), help="Rescale a synthetic preset."),
-    click.option("--load", type=click.FloatRange(0, min_open=True), help="Synthetic load factor."),
+    click.option("--load", type=FiniteFloatRange(0, min_open=True), help="Synthetic load factor."),
     click.option(
-        "--speedup", type=click.FloatRange(0, min_open=True), default=1.0, show_default=True
+        "--speedup", type=FiniteFloatRange(0, min_open=True), default=1.0, show_default=True
     ),
     click.option(
         "--duration",
-        type=click.FloatRange(0, min_open=True),
+        type=FiniteFloatRange(0, min_open=True),
         default=600.0,
         show_default=True,
         help="Simulated seconds.",
@@ -311,13 +312,13 @@ _WORKLOAD_OPTIONS = [
     ),
     click.option(
         "--round-interval",
-        type=click.FloatRange(0),
+        type=FiniteFloatRange(0),
         default=1.0,
         show_default=True,
         help="Seconds between rounds while tasks wait and nothing happens (0: none).",
     ),
-    click.option("--machine-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0),
-    click.option("--job-fraction", type=click.FloatRange(0, 1, min_open=True), default=1.0),
+    click.option("--machine-fraction", type=FiniteFloatRange(0, 1, min_open=True), default=1.0),
+    click.option("--job-fraction", type=FiniteFloatRange(0, 1, min_open=True), default=1.0),
     click.option(
         "--strict", is_flag=True, help="Refuse a trace's first bad row instead of skipping it."
     ),

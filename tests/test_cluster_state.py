@@ -38,6 +38,7 @@ from firmament_py.model import (
     TaskUpdated,
     TransitionCause,
 )
+from firmament_py.model.cluster import CLUSTER_SLOTS_LIMIT
 
 CPU = Resources(cpu_millicores=1000, ram_bytes=1 << 30)
 
@@ -738,3 +739,24 @@ class RandomChanges(RuleBasedStateMachine):
 
 RandomChanges.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
 test_random_changes_keep_the_invariants_and_refusals_change_nothing = RandomChanges.TestCase
+
+
+def test_the_cluster_slots_stay_within_a_flow_arcs_capacity() -> None:
+    """Past the limit every round would fail (the aggregators' arcs would carry more than an
+    arc may): such a machine, or such an update, is refused, and the state is unchanged."""
+    half = CLUSTER_SLOTS_LIMIT // 2
+    cluster = cluster_with(machine("a", slots=half), machine("b", slots=half))
+    before = snapshot(cluster)
+    with pytest.raises(ClusterError, match="over the limit"):
+        cluster.apply(machine("c", slots=1))
+    with pytest.raises(ClusterError, match="over the limit"):
+        cluster.apply(MachineUpdated(time=0, machine_id="a", slots=half + 1))
+    assert snapshot(cluster) == before
+    cluster.apply(MachineRemoved(time=0, machine_id="b"))
+    cluster.apply(MachineUpdated(time=0, machine_id="a", slots=half + 1))  # room again
+    copy = pickle.loads(pickle.dumps(cluster))
+    del copy.__dict__["_slots"]  # a state pickled before the total was kept
+    copy.__setstate__(dict(copy.__dict__))
+    with pytest.raises(ClusterError, match="over the limit"):
+        copy.apply(machine("c", slots=half))
+    copy.apply(machine("c", slots=half - 1))

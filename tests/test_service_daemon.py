@@ -11,6 +11,7 @@ get nothing; binding beyond loopback without keys refused.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import shutil
@@ -49,7 +50,7 @@ from firmament_py.service import (
     Status,
 )
 from firmament_py.service.journal import JournalError
-from firmament_py.service.keys import authorise_client, generate_key_pair
+from firmament_py.service.keys import KeyFileError, authorise_client, generate_key_pair
 from firmament_py.service.protocol import decode_reply, encode_request
 
 from .test_service_crash import recovered
@@ -450,6 +451,25 @@ def test_a_journal_directory_that_cannot_be_made_is_a_clear_error(tmp_path: Path
     assert "cannot use" in result.output and "Traceback" not in result.output
 
 
+def test_keys_are_named_plainly_and_only_public_keys_are_authorised(tmp_path: Path) -> None:
+    server, client = tmp_path / "server", tmp_path / "client"
+    generate_key_pair(server, "server")
+    public, secret = generate_key_pair(client, "alice")
+    for name in ("", ".hidden", "../evil", "a/b"):
+        with pytest.raises(KeyFileError, match="plain file name"):
+            generate_key_pair(client, name)
+    assert not (tmp_path / "evil.key").exists()
+    with pytest.raises(KeyFileError, match="holds a secret key"):
+        authorise_client(server, secret)
+    with pytest.raises(KeyFileError, match="no server key pair"):
+        authorise_client(tmp_path / "typo", public)
+    assert not (tmp_path / "typo").exists()
+    assert not (server / "clients").exists()  # nothing was copied
+    assert authorise_client(server, public) == server / "clients" / "alice.key"
+    result = CliRunner().invoke(cli.main, ["keys", "authorise", str(server), str(secret)])
+    assert result.exit_code == 1 and "holds a secret key" in result.output
+
+
 def test_binding_beyond_loopback_needs_keys(tmp_path: Path) -> None:
     for bind in ("tcp://0.0.0.0:7199", "tcp://*:7199", "tcp://10.1.2.3:7199"):
         with pytest.raises(DaemonError, match="CURVE"):
@@ -518,6 +538,74 @@ def test_a_dead_scheduling_process_is_restarted(running: Running) -> None:
             time.sleep(0.05)
         placed = client.schedule()
         assert [d.task for d in placed.deltas] == [1]
+
+
+def test_a_scheduling_process_that_dies_before_connecting_does_not_hang_the_daemon(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One that cannot even connect (a broken solver, a broken install): the daemon serves on,
+    starts another at most once a second, and stops when asked (it used to wait forever for
+    the connection, deaf to SIGTERM)."""
+    daemon = running.daemon
+    started: list[float] = []
+
+    def broken() -> list[str]:
+        started.append(time.monotonic())
+        return [sys.executable, "-c", "raise SystemExit(3)"]
+
+    with Client(running.endpoint, timeout=20) as client:
+        client.add_machines(machines(1))
+        client.submit_task(1, "j")
+        monkeypatch.setattr(daemon, "_worker_command", broken)
+        process = daemon._process
+        assert process is not None
+        process.kill()
+        process.wait()
+        time.sleep(2.5)
+        assert client.status()["tasks"] == 1  # still serving
+        client.submit_task(2, "j")
+        assert 1 <= len(started) <= 4  # at most one start a second
+        assert all(b - a >= 0.9 for a, b in itertools.pairwise(started))
+        monkeypatch.undo()  # a scheduling process that works again
+        placed = client.schedule()  # waits for it to connect and get the state
+        assert sorted(d.task for d in placed.deltas) == [1, 2]
+
+
+def test_a_removed_socket_file_is_made_again_for_the_next_scheduling_process(
+    running: Running,
+) -> None:
+    """Cleaners of old files in /tmp may remove the socket's file: the connected process
+    does not notice, but a new one could never connect to it."""
+    daemon = running.daemon
+    old = daemon._worker_endpoint
+    shutil.rmtree(Path(old.removeprefix("ipc://")).parent)
+    with Client(running.endpoint, timeout=20) as client:
+        client.add_machines(machines(1))
+        process = daemon._process
+        assert process is not None
+        process.kill()
+        process.wait()
+        client.submit_task(1, "j")
+        assert [d.task for d in client.schedule().deltas] == [1]
+    assert daemon._worker_endpoint != old
+    assert Path(daemon._worker_endpoint.removeprefix("ipc://")).exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [({"policy": "nosuch"}, "unknown policy 'nosuch'"), ({"solver": "nosuch"}, "unknown solver")],
+)
+def test_a_policy_or_solver_the_scheduling_process_cannot_build_is_refused(
+    tmp_path: Path, option: dict[str, str], message: str
+) -> None:
+    with pytest.raises(DaemonError, match=message):
+        SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", **option))
+    with pytest.raises(DaemonError, match="bad options"):
+        SchedulingDaemon(
+            DaemonConfig(
+                bind="tcp://127.0.0.1:*", journal=tmp_path / "j", solver_options={"nope": 1}
+            )
+        )
 
 
 def test_a_round_is_applied_a_chunk_per_turn_journaled_and_answered_whole(tmp_path: Path) -> None:
@@ -685,6 +773,7 @@ worker = threading.Thread(target=run_worker, args=(f"tcp://127.0.0.1:{port}",), 
 worker.start()
 options = {"policy": "trivial", "solver": "cost-scaling", "solver_options": {}}
 try:
+    assert socket.recv_multipart() == [b"hello"]
     for _ in range(2):  # a second init unfreezes the first replica and freezes the new one
         socket.send_multipart([b"init", pickle.dumps(ClusterState()), pickle.dumps(options)])
         assert socket.recv_multipart() == [b"ready"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import logging
 import pickle
 from pathlib import Path
 from typing import Any
@@ -285,7 +286,9 @@ def test_the_journal_recovers_what_was_flushed(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cut", [1, 5, 9, 20])
-def test_a_cut_tail_is_truncated(tmp_path: Path, cut: int) -> None:
+def test_a_cut_tail_is_truncated(
+    tmp_path: Path, cut: int, caplog: pytest.LogCaptureFixture
+) -> None:
     journal = Journal(tmp_path, fsync="never")
     journal.recover()
     for record in _records(4):
@@ -294,9 +297,12 @@ def test_a_cut_tail_is_truncated(tmp_path: Path, cut: int) -> None:
     (log,) = tmp_path.glob("log-*.bin")
     data = log.read_bytes()
     log.write_bytes(data[:-cut])
-    with Journal(tmp_path) as reopened:
+    with Journal(tmp_path) as reopened, caplog.at_level(logging.WARNING):
         _, records = reopened.recover()
     assert [r["seq"] for r in records] == [1, 2, 3]
+    # Never silently: the bytes dropped are named.
+    kept = log.stat().st_size  # the three whole records
+    assert f"dropped its last {len(data) - cut - kept} bytes from byte {kept}" in caplog.text
     # The next append lands after the last whole record.
     journal = Journal(tmp_path)
     journal.recover()

@@ -202,3 +202,24 @@ def test_an_output_directory_that_cannot_be_made_is_named_before_any_work(
     assert result.exit_code == 1, result.output
     assert f"cannot use {tmp_path / 'a-file'}" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["simulate", "--synthetic", "small", "--round-interval", "nan"],
+        ["simulate", "--synthetic", "small", "--duration", "inf"],
+        ["simulate", "--synthetic", "small", "--load", "nan"],
+        ["graphgen", "--shape", "quincy", "--machines", "10", "--utilization", "nan"],
+        ["zoe", "simulate", "--load", "nan"],
+        ["zoe", "simulate", "--cores", "inf"],
+        ["workflow", "generate", "--rho", "nan"],
+        ["nomora", "fit", "--floor", "nan", "x.csv"],
+    ],
+)
+def test_numbers_that_are_not_finite_are_refused_as_options(command: list[str]) -> None:
+    """NaN passes every range check (each comparison with it is false): it is refused by
+    name, before anything runs."""
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 2, result.output
+    assert "is not a finite number" in result.output

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import KeysView, Mapping
 from types import MappingProxyType
 
+from firmament_py.flow.limits import MAX_CAPACITY
 from firmament_py.model.entities import Job, Machine, Pod, Rack, Task
 from firmament_py.model.errors import ClusterError, InvariantViolation
 from firmament_py.model.events import (
@@ -56,7 +57,11 @@ from firmament_py.model.states import (
     check_transition,
 )
 
-__all__ = ["ClusterError", "ClusterState"]
+__all__ = ["CLUSTER_SLOTS_LIMIT", "ClusterError", "ClusterState"]
+
+CLUSTER_SLOTS_LIMIT = MAX_CAPACITY
+"""All machines' slots together: the flow graph's arcs from the cluster's aggregators carry up
+to that many tasks, and no arc's capacity may pass `MAX_CAPACITY`."""
 
 
 class ClusterState:
@@ -77,12 +82,15 @@ class ClusterState:
         self._samples: dict[tuple[MachineId, MachineId], dict[tuple[MachineId, int], float]] = {}
         self._peer_latency: dict[MachineId, dict[MachineId, float]] = {}
         self._latency_version = 0
+        self._slots = 0  # all machines' slots together (see CLUSTER_SLOTS_LIMIT)
 
     def __setstate__(self, state: dict[str, object]) -> None:
         # Unpickled (a snapshot, the daemon's scheduling process), a slot-only request is a
         # zero vector of its own; make it the shared `NO_RESOURCES` again, which placements
         # skip the arithmetic for. The pickled form stays the default one.
         self.__dict__.update(state)
+        if "_slots" not in state:  # pickled before the total was kept
+            self._slots = sum(machine.slots for machine in self._machines.values())
         for task in self._tasks.values():
             if task.request is not NO_RESOURCES and task.request == NO_RESOURCES:
                 task.request = NO_RESOURCES
@@ -340,6 +348,7 @@ class ClusterState:
     def _add_machine(self, event: MachineAdded) -> None:
         if event.machine_id in self._machines:
             raise ClusterError(f"machine {event.machine_id!r} already exists")
+        self._check_slots(event.machine_id, event.slots, 0)
         rack = self._racks.get(event.rack_id)
         if rack is not None and rack.pod_id != event.pod_id:
             raise ClusterError(
@@ -360,6 +369,17 @@ class ClusterState:
             added_time=event.time,
         )
         rack.machine_ids[event.machine_id] = None
+        self._slots += event.slots
+
+    def _check_slots(self, machine_id: MachineId, slots: int, before: int) -> None:
+        """Refuse a machine whose slots (`before` it had) would take the cluster past
+        CLUSTER_SLOTS_LIMIT: accepted, it would make every later round fail."""
+        if self._slots - before + slots > CLUSTER_SLOTS_LIMIT:
+            raise ClusterError(
+                f"machine {machine_id!r} with {slots} slots would give the cluster "
+                f"{self._slots - before + slots} slots in all, over the limit of "
+                f"{CLUSTER_SLOTS_LIMIT} (a flow arc's capacity)"
+            )
 
     def _lose_machine(
         self, event: MachineFailed | MachineRemoved, cause: TransitionCause
@@ -369,6 +389,7 @@ class ClusterState:
         for task_id in list(machine.running_task_ids):
             transitions.extend(self._evict(self._tasks[task_id], event.time, cause))
         del self._machines[machine.machine_id]
+        self._slots -= machine.slots
         self._forget_latencies(machine.machine_id)
         rack = self._racks[machine.rack_id]
         del rack.machine_ids[machine.machine_id]
@@ -414,9 +435,12 @@ class ClusterState:
                 f"machine {machine.machine_id!r} cannot have {event.slots} slots: "
                 f"{len(machine.running_task_ids)} tasks run on it; preempt tasks first"
             )
+        if event.slots is not None:
+            self._check_slots(machine.machine_id, event.slots, machine.slots)
         if event.capacity is not None:
             machine.capacity = event.capacity
         if event.slots is not None:
+            self._slots += event.slots - machine.slots
             machine.slots = event.slots
         if event.labels is not None:
             machine.labels = event.labels

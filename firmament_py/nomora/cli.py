@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from firmament_py.cli_params import FiniteFloatRange
 from firmament_py.nomora.fitting import FitError, fit_performance, read_measurements
 from firmament_py.nomora.performance import (
     BUILTIN_FUNCTIONS,
@@ -55,7 +56,7 @@ def nomora() -> None:
 )
 @click.option(
     "--floor",
-    type=float,
+    type=FiniteFloatRange(),
     default=0.1,
     show_default=True,
     help="The performance the function never drops below.",

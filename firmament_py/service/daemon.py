@@ -60,6 +60,7 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.flow.placement import DeltaKind, delta_problem
+from firmament_py.sdk import available_policies
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
@@ -73,6 +74,7 @@ from firmament_py.service.protocol import (
     encode_reply,
 )
 from firmament_py.service.state import DEFAULT_DEDUP_WINDOW, ServiceState
+from firmament_py.solvers.registry import solver_factory
 
 __all__ = ["DaemonConfig", "DaemonError", "SchedulingDaemon", "is_loopback"]
 
@@ -113,6 +115,9 @@ class DaemonConfig:
     dedup_window: int = DEFAULT_DEDUP_WINDOW
     curve: CurveServerKeys | None = None
 
+
+# A scheduling process that exits is started again at most this often.
+_RESTART_INTERVAL_S = 1.0
 
 _TRANSPORTS = ("tcp", "ipc", "inproc", "pgm", "epgm", "vmci", "ws", "wss")
 
@@ -203,6 +208,15 @@ class SchedulingDaemon:
                 raise DaemonError(
                     f"{endpoint!r} is not a ZeroMQ endpoint: use tcp://HOST:PORT or ipc://PATH"
                 )
+        # The scheduling process builds the policy and the solver: one it cannot build would
+        # exit at start, again and again, and never schedule.
+        if config.policy not in available_policies():
+            known = ", ".join(sorted(available_policies()))
+            raise DaemonError(f"unknown policy {config.policy!r}; installed: {known}")
+        try:
+            solver_factory(config.solver, **config.solver_options)
+        except ValueError as error:
+            raise DaemonError(str(error)) from error
         if not is_loopback(config.bind) and config.curve is None:
             raise DaemonError(
                 f"binding {config.bind} reaches beyond this machine: give CURVE keys "
@@ -249,6 +263,8 @@ class SchedulingDaemon:
         self._authenticator: ThreadAuthenticator | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._worker_dir: str | None = None
+        self._worker_ready = False  # the scheduling process said hello and was sent the state
+        self._worker_started = 0.0
         try:
             self._open_sockets()
             self._start_worker()
@@ -325,16 +341,35 @@ class SchedulingDaemon:
     # ------------------------------------------------------------------ the worker
 
     def _start_worker(self) -> None:
+        """Start a scheduling process; `_send_init` gives it the state once it has connected."""
         self._stop_worker_process()
-        self._process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "firmament_py.service.round_worker",
-                self._worker_endpoint,
-                str(os.getpid()),
-            ]
-        )
+        if self._worker_dir is not None and not os.path.exists(f"{self._worker_dir}/worker"):
+            # Removed under us (a cleaner of old files in /tmp): a new process could never
+            # connect to it, so bind a new one.
+            self._worker.unbind(self._worker_endpoint)
+            self._remove_worker_dir()
+            self._worker_endpoint = self._bind_worker_socket()
+        self._worker_ready = False
+        self._worker_started = time.monotonic()
+        self._process = subprocess.Popen(self._worker_command())
+
+    def _worker_command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "firmament_py.service.round_worker",
+            self._worker_endpoint,
+            str(os.getpid()),
+        ]
+
+    def _send_init(self) -> None:
+        """Send the scheduling process the whole state, when it says `hello`.
+
+        It says so once connected. A PAIR socket has nowhere to queue a message for a peer
+        not yet connected, so a send before would wait for the connection, forever if the
+        process died first (one that cannot load its solver, say), and one to a peer that just
+        died could be lost. Until then no records are forwarded and no round starts: the
+        state sent is the state as of the `hello`."""
         options = {
             "policy": self.config.policy,
             "solver": self.config.solver,
@@ -343,6 +378,7 @@ class SchedulingDaemon:
         self._worker.send_multipart(
             [b"init", pickle.dumps(self.service.cluster), pickle.dumps(options)]
         )
+        self._worker_ready = True
 
     def _stop_worker_process(self, *, asked: bool = False) -> None:
         """Wait for the worker to exit (if it was `asked` to), else end it."""
@@ -401,9 +437,14 @@ class SchedulingDaemon:
             if self._round is not None and self._round.answer is None:
                 reason = f"the scheduling process exited (status {code})"
                 self._answer_round(self._round.round_id, Status.ERROR, reason, {})
-            self._start_worker()
+            self._process = None
+        if self._process is None and not self._stopping.is_set():
+            # At most one start a second: a process that dies at once is not respawned in a
+            # loop.
+            if time.monotonic() - self._worker_started >= _RESTART_INTERVAL_S:
+                self._start_worker()
         self.journal.poll_snapshot()
-        if self._round is None and not self._stopping.is_set():
+        if self._round is None and not self._stopping.is_set() and self._worker_ready:
             interval = self.config.auto_schedule_ms
             due = interval is not None and (
                 time.monotonic() - self._last_round_start >= interval / 1000
@@ -437,7 +478,8 @@ class SchedulingDaemon:
         if records:
             payload = _pack(records)
             self.journal.append_packed(payload, len(records))
-            self._worker.send_multipart([b"records", payload])
+            if self._worker_ready:  # else the state it will be sent includes them
+                self._worker.send_multipart([b"records", payload])
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
             if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
                 gc.freeze()  # see the module docstring
@@ -525,7 +567,9 @@ class SchedulingDaemon:
                 kind, *parts = self._worker.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
-            if kind == b"decided":
+            if kind == b"hello":  # a scheduling process (re)started and connected
+                self._send_init()
+            elif kind == b"decided":
                 answer = msgpack.unpackb(parts[0], raw=False)
                 if self._round is None or answer["round"] != self._round.round_id:
                     continue  # a round of a worker that was restarted since

@@ -147,6 +147,16 @@ class Journal:
             if problem is not None:
                 if not truncate_tail or self._more_records_after(data, offset):
                     raise JournalError(f"{path}: {problem} at byte {offset}")
+                # The end of the last log: a write a crash cut short, never acknowledged if
+                # the fsync policy is `always` (one that reached the disk whole and rotted
+                # since looks the same, hence the warning).
+                _log.warning(
+                    "%s: dropped its last %d bytes from byte %d on: %s",
+                    path,
+                    len(data) - offset,
+                    offset,
+                    problem,
+                )
                 with path.open("r+b") as file:
                     file.truncate(offset)
                 break

@@ -47,6 +47,8 @@ def _load(path: Path) -> tuple[bytes, bytes | None]:
 def generate_key_pair(directory: str | Path, name: str) -> tuple[Path, Path]:
     """Write `NAME.key` and `NAME.key_secret` into `directory` (created if needed); refuses to
     overwrite an existing pair."""
+    if not name or name.startswith(".") or Path(name).name != name:
+        raise KeyFileError(f"a key pair's name is a plain file name, got {name!r}")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     if (directory / f"{name}.key").exists() or (directory / f"{name}.key_secret").exists():
@@ -57,14 +59,28 @@ def generate_key_pair(directory: str | Path, name: str) -> tuple[Path, Path]:
 
 
 def authorise_client(server_directory: str | Path, client_public_key: str | Path) -> Path:
-    """Copy a client's public key into the server directory's `clients/`."""
+    """Copy a client's public key into the server directory's `clients/` as `NAME.key`.
+
+    Refuses a file that holds a secret key (copied, a secret would be one more file to leak,
+    and readable by whoever may read `clients/`), and a server directory without the server's
+    key pair (a typo would otherwise authorise nobody, silently)."""
     source = Path(client_public_key)
-    public, _ = _load(source)
+    public, secret = _load(source)
     if not public:
         raise KeyFileError(f"{source}: holds no public key")
-    clients = Path(server_directory) / "clients"
-    clients.mkdir(parents=True, exist_ok=True)
-    target = clients / source.name
+    if secret is not None:
+        raise KeyFileError(
+            f"{source}: holds a secret key; authorise the client's public key file instead"
+        )
+    server_directory = Path(server_directory)
+    if not (server_directory / "server.key_secret").is_file():
+        raise KeyFileError(
+            f"{server_directory}: no server key pair there (make one with `firmament-py keys "
+            "generate`)"
+        )
+    clients = server_directory / "clients"
+    clients.mkdir(exist_ok=True)
+    target = clients / f"{source.stem if source.suffix == '.key' else source.name}.key"
     shutil.copyfile(source, target)
     return target
 

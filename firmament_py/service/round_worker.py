@@ -8,7 +8,8 @@ socket, in order, as multipart messages:
 * daemon -> worker: `init` (the pickled cluster state to start from, the policy, the solver and
   its options), `records` (a msgpack list of the records the daemon journaled, in order),
   `decide` (a round id and the round's time), `stop`;
-* worker -> daemon: `ready`, `decided` (the round id, its decisions in wire form, its cost,
+* worker -> daemon: `hello` (once connected: the daemon answers with `init`), `ready`,
+  `decided` (the round id, its decisions in wire form, its cost,
   algorithm and timings, the policy's per-task errors) or `failed` (the round id and why), and
   `diverged` (a record did not apply to the replica: the daemon restarts the worker).
 
@@ -58,6 +59,7 @@ def run_worker(endpoint: str, daemon_pid: int | None = None) -> None:
     socket.setsockopt(zmq.LINGER, 1000)
     socket.setsockopt(zmq.RCVHWM, 0)  # the daemon never waits for this process to catch up
     socket.connect(endpoint)
+    socket.send_multipart([b"hello"])  # the daemon sends `init` once it hears this
     scheduler: Scheduler | None = None
     try:
         while True:

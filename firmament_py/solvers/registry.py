@@ -34,6 +34,13 @@ def make_solver(name: str, **options: Any) -> FlowSolver:
     A name of the form `package.module:ClassName` imports a `FlowSolver` subclass from
     anywhere, so that a race can hold third-party solvers (its workers import it by name).
     """
+    return solver_factory(name, **options)(**options)
+
+
+def solver_factory(name: str, **options: Any) -> Callable[..., FlowSolver]:
+    """What `make_solver(name, **options)` would call, without calling it; ValueError as it
+    would raise for an unknown name or options the constructor does not take (a check for a
+    process that builds the solver elsewhere, such as the daemon's scheduling process)."""
     key = ALIASES.get(name, name)
     if ":" in key:
         factory = _import_solver(key)
@@ -48,7 +55,7 @@ def make_solver(name: str, **options: Any) -> FlowSolver:
         inspect.signature(factory).bind(**options)
     except TypeError as exc:
         raise ValueError(f"bad options for solver {key!r}: {exc}") from exc
-    return factory(**options)
+    return factory
 
 
 def _import_solver(path: str) -> Callable[..., FlowSolver]:

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from firmament_py.cli_params import FiniteFloatRange
 from firmament_py.workflows import ALGORITHMS, schedule_workflow
 from firmament_py.workflows.bounds import branch_bound, lower_bound, ratio, work_bound
 from firmament_py.workflows.files import read_workflow, write_workflow
@@ -67,7 +68,9 @@ def _platform(machines: int, network: str, capacity: float, channels: int) -> Pl
     show_default=True,
     help="With --machines: an upload and a download link per machine, or shared channels.",
 )
-@click.option("--capacity", type=float, default=1.0, show_default=True, help="Link capacity.")
+@click.option(
+    "--capacity", type=FiniteFloatRange(), default=1.0, show_default=True, help="Link capacity."
+)
 @click.option("--channels", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option(
     "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write schedules."
@@ -136,14 +139,14 @@ def schedule(
 )
 @click.option(
     "--rho",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(min=0),
     default=0.5,
     show_default=True,
     help="Network factor: mean network over mean CPU task duration.",
 )
 @click.option(
     "--density",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=0.2,
     show_default=True,
     help="Edge density p (1-stage MapReduce and random workflows).",

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from firmament_py.cli_params import FiniteFloatRange
 from firmament_py.zoe.application import ApplicationError, applications_from_json
 from firmament_py.zoe.capacity import ClusterCapacity
 from firmament_py.zoe.simulator import SCHEDULER_NAMES, Placement, ZoeResult, ZoeSimulator
@@ -80,11 +81,11 @@ def summary_table(result: ZoeResult) -> Table:
 @click.option("--sort", "sorting", default="fifo", show_default=True, help="A sorting policy.")
 @click.option("--preemptive", is_flag=True, help="Algorithm 2 (flexible scheduler only).")
 @click.option("--apps", type=click.IntRange(min=1), default=1000, show_default=True)
-@click.option("--load", type=click.FloatRange(min=0, min_open=True), default=1.2, show_default=True)
+@click.option("--load", type=FiniteFloatRange(min=0, min_open=True), default=1.2, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--machines", type=click.IntRange(min=1), default=100, show_default=True)
-@click.option("--cores", type=click.FloatRange(min=0, min_open=True), default=32.0)
-@click.option("--ram-gib", type=click.FloatRange(min=0, min_open=True), default=128.0)
+@click.option("--cores", type=FiniteFloatRange(min=0, min_open=True), default=32.0)
+@click.option("--ram-gib", type=FiniteFloatRange(min=0, min_open=True), default=128.0)
 @click.option("--batch-only", is_flag=True, help="No interactive applications (section 4.2).")
 @click.option(
     "--workload",
