@@ -12,8 +12,11 @@ comment lines; a summary table goes to stderr at the end.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -211,7 +214,7 @@ def _summary(rows: list[tuple[int, int, int, int, float, float, str]]) -> Table:
 )
 @click.option("--slots", type=click.IntRange(1), default=12, show_default=True)
 @click.option("--rack-size", type=click.IntRange(1), default=48, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
 @click.option(
     "--rounds",
     type=click.IntRange(0),
@@ -226,7 +229,13 @@ def _summary(rows: list[tuple[int, int, int, int, float, float, str]]) -> Table:
     show_default=True,
     help="Per round, this fraction of tasks finishes and as many new tasks arrive.",
 )
-@click.option("--output", "-o", type=click.File("w"), default="-", help="Where to write.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    default="-",
+    help="Where to write (replaced only once the whole output is written).",
+)
 def graphgen(
     shape: str,
     machines: int,
@@ -237,9 +246,53 @@ def graphgen(
     seed: int,
     rounds: int,
     churn: float,
-    output: TextIO,
+    output: Path,
 ) -> None:
     """Write a Firmament-shaped scheduling flow graph (and incremental rounds) as DIMACS."""
+    if str(output) == "-":
+        _graphgen(
+            sys.stdout,
+            machines,
+            utilization,
+            new_tasks,
+            slots,
+            rack_size,
+            seed,
+            shape,
+            rounds,
+            churn,
+        )
+        return
+    # Into a file beside the target, renamed over it when whole: a failure half way (a bad
+    # value found late, a full disk) leaves an existing file as it was.
+    fd, partial = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
+    try:
+        with os.fdopen(fd, "w") as out:
+            _graphgen(
+                out, machines, utilization, new_tasks, slots, rack_size, seed, shape, rounds, churn
+            )
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, output.stat().st_mode if output.exists() else 0o666 & ~umask)
+        os.replace(partial, output)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        raise
+
+
+def _graphgen(
+    out: TextIO,
+    machines: int,
+    utilization: float,
+    new_tasks: int,
+    slots: int,
+    rack_size: int,
+    seed: int,
+    shape: str,
+    rounds: int,
+    churn: float,
+) -> None:
     spec = ClusterSpec(
         machines=machines,
         slots_per_machine=slots,
@@ -249,12 +302,15 @@ def graphgen(
         shape="quincy" if shape == "quincy" else "load-spreading",
         seed=seed,
     )
-    cluster = ClusterGraph(spec)
-    write_dimacs(cluster.graph, output)
+    try:
+        cluster = ClusterGraph(spec)
+    except ValueError as error:  # a spec the generator refuses (sizes, a seed)
+        raise click.UsageError(str(error)) from None
+    write_dimacs(cluster.graph, out)
     for _ in range(rounds):
         cluster.next_round(churn)
-        write_dimacs_changes(cluster.graph.take_changes(), output, sink=cluster.sink)
-    output.flush()
+        write_dimacs_changes(cluster.graph.take_changes(), out, sink=cluster.sink)
+    out.flush()
 
 
 @main.command()
@@ -302,7 +358,7 @@ _WORKLOAD_OPTIONS = [
         show_default=True,
         help="Simulated seconds.",
     ),
-    click.option("--seed", type=int, default=0, show_default=True),
+    click.option("--seed", type=click.IntRange(0), default=0, show_default=True),
     click.option(
         "--accounting",
         type=click.Choice([mode.value for mode in Accounting]),
@@ -513,7 +569,12 @@ def sweep(
         Console().print(result.table(metric))
         err.print(f"wrote {len(paths)} files to {escape(str(out))}/", soft_wrap=True)
     if result.failed:
-        raise click.ClickException(f"{len(result.failed)} of {len(spec)} runs failed (see above)")
+        first = result.failed[0]
+        where = "the table above" if not quiet else f"{out}/sweep.csv"
+        raise click.ClickException(
+            f"{len(result.failed)} of {len(spec)} runs failed (each one's error is in "
+            f"{where}); the first, {first.label}: {first.error}"
+        )
 
 
 @main.command()

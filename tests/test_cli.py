@@ -198,3 +198,26 @@ def test_policies_lists_the_installed_policies_and_names_broken_ones(
     assert result.exit_code == 0, result.output
     assert re.search(r"broken .*cannot load", result.output)
     assert re.search(r"trivial .*│ no ", result.output)
+
+
+def test_graphgen_replaces_a_file_only_with_a_whole_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "graph.min"
+    target.write_text("keep me\n")
+    arguments = ["graphgen", "--machines", "4", "--new-tasks", "4", "--rounds", "2"]
+
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device", str(target))
+
+    import firmament_py.cli as cli
+
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "write_dimacs_changes", full_disk)  # fails after the first part
+        result = CliRunner().invoke(main, [*arguments, "-o", str(target)])
+    assert result.exit_code == 1 and "No space left on device" in result.output
+    assert target.read_text() == "keep me\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["graph.min"]  # no partial file left
+    result = CliRunner().invoke(main, [*arguments, "-o", str(target)])
+    assert result.exit_code == 0, result.output
+    assert target.read_text().startswith("p min ")

@@ -485,3 +485,17 @@ def test_garbage_is_reported_never_crashes_and_strict_refuses_it(
                 list(read_google_trace(trace, strict=True))
         else:
             replay(trace, strict=True)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_part_file_that_is_not_text_is_named(tmp_path: Path, strict: bool) -> None:
+    """A whole file that cannot be read is not a bad row to skip, strict or not."""
+    trace = write_trace(tmp_path / "a", GOOD_MACHINES, GOOD_TASKS)
+    part = trace / "task_events" / "part-00000-of-00001.csv"
+    part.write_bytes(b"\xff\xfe not utf-8 \x80\n")
+    with pytest.raises(TraceError, match=r"task_events/part-00000-of-00001\.csv: not UTF-8 text"):
+        replay(trace, strict=strict)
+    part.unlink()
+    (part.parent / "part-00000-of-00001.csv.gz").write_bytes(b"plain text, not gzip\n")
+    with pytest.raises(TraceError, match=r"part-00000-of-00001\.csv\.gz: not gzipped UTF-8"):
+        replay(trace, strict=strict)

@@ -223,3 +223,54 @@ def test_numbers_that_are_not_finite_are_refused_as_options(command: list[str]) 
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 2, result.output
     assert "is not a finite number" in result.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["simulate", "--synthetic", "small"],
+        ["graphgen"],
+        ["zoe", "simulate"],
+        ["workflow", "generate", "chain"],
+        ["nomora", "trace", "out.csv"],
+    ],
+)
+def test_a_negative_seed_is_refused_by_name(command: list[str]) -> None:
+    result = CliRunner().invoke(main, [*command, "--seed", "-1"])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--seed'" in result.output
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_a_failed_sweep_run_is_named_with_its_error(
+    quiet: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quiet, no table shows the failures: the message itself names the first one."""
+    import firmament_py.cli as cli
+    from firmament_py.sim.sweep import SweepRow
+
+    class Failed:
+        failed = (
+            SweepRow(
+                "trivial/cost-scaling/seed 0",
+                "trivial",
+                "cost-scaling",
+                {},
+                0,
+                None,
+                "ValueError: boom",
+            ),
+        )
+
+        def write(self, out: Path, metric: str) -> list[Path]:
+            return []
+
+        def table(self, metric: str) -> str:
+            return "the table"
+
+    monkeypatch.setattr(cli, "run_sweep", lambda *args, **kwargs: Failed())
+    arguments = ["sweep", "--synthetic", "small", "--out", str(tmp_path)]
+    result = CliRunner().invoke(main, [*arguments, "-q"] if quiet else arguments)
+    assert result.exit_code == 1
+    assert "trivial/cost-scaling/seed 0: ValueError: boom" in result.output
+    assert (f"{tmp_path}/sweep.csv" in result.output) == quiet

@@ -117,7 +117,7 @@ def functions(files: tuple[Path, ...]) -> None:
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--duration", type=int, default=3600, show_default=True, help="Seconds.")
 @click.option("--series", type=int, default=42, show_default=True, help="Series per tier.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
 def trace(out: Path, duration: int, series: int, seed: int) -> None:
     """Write a synthetic latency trace set to OUT (CSV: tier, series, time_s, latency_us), one
     value per second, shaped as NoMora's simulation describes its data."""

@@ -93,6 +93,7 @@ import hashlib
 import heapq
 import math
 import re
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -375,6 +376,17 @@ def _open_text(path: Path) -> IO[str]:
     return path.open("r", encoding="utf-8", newline="")
 
 
+def _lines(path: Path) -> Iterator[str]:
+    """The lines of one part file; TraceError naming it if it is not UTF-8 text (gzipped, for
+    a `.gz`): a whole file that cannot be read is no bad row to skip."""
+    try:
+        with _open_text(path) as stream:
+            yield from stream
+    except (UnicodeDecodeError, gzip.BadGzipFile, EOFError, zlib.error) as error:
+        kind = "gzipped UTF-8 text" if path.name.endswith(".gz") else "UTF-8 text"
+        raise TraceError(f"{path}: not {kind}: {error}", str(path)) from None
+
+
 _Row = TypeVar("_Row", _MachineRow, _TaskRow)
 
 
@@ -390,23 +402,22 @@ def _read_table(
     earlier). A row earlier than the good row before it is bad."""
     last: Time = 0
     for path in files:
-        with _open_text(path) as stream:
-            for number, raw in enumerate(stream, start=1):
-                text = raw.rstrip("\r\n")
-                fields = text.split(",")
-                try:
-                    if len(fields) != columns:
-                        raise _Bad(f"expected {columns} columns, found {len(fields)}")
-                    row = parse(fields)
-                    if row.time < last:
-                        raise _Bad(f"time {row.time} is earlier than the row before it ({last})")
-                except _Bad as bad:
-                    problems.report(path, number, str(bad), text)
-                    continue
-                if row.time > end:
-                    return
-                last = row.time
-                yield row, path, number, text
+        for number, raw in enumerate(_lines(path), start=1):
+            text = raw.rstrip("\r\n")
+            fields = text.split(",")
+            try:
+                if len(fields) != columns:
+                    raise _Bad(f"expected {columns} columns, found {len(fields)}")
+                row = parse(fields)
+                if row.time < last:
+                    raise _Bad(f"time {row.time} is earlier than the row before it ({last})")
+            except _Bad as bad:
+                problems.report(path, number, str(bad), text)
+                continue
+            if row.time > end:
+                return
+            last = row.time
+            yield row, path, number, text
 
 
 _PART = re.compile(r"part-\d+-of-\d+\.csv(\.gz)?")

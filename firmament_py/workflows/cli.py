@@ -158,7 +158,7 @@ def schedule(
     show_default=True,
     help="Workflows in a mixed set.",
 )
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
 @click.option(
     "--machines",
     "-m",

@@ -82,7 +82,7 @@ def summary_table(result: ZoeResult) -> Table:
 @click.option("--preemptive", is_flag=True, help="Algorithm 2 (flexible scheduler only).")
 @click.option("--apps", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option("--load", type=FiniteFloatRange(min=0, min_open=True), default=1.2, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
 @click.option("--machines", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--cores", type=FiniteFloatRange(min=0, min_open=True), default=32.0)
 @click.option("--ram-gib", type=FiniteFloatRange(min=0, min_open=True), default=128.0)
