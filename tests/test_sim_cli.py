@@ -274,3 +274,20 @@ def test_a_failed_sweep_run_is_named_with_its_error(
     assert result.exit_code == 1
     assert "trivial/cost-scaling/seed 0: ValueError: boom" in result.output
     assert (f"{tmp_path}/sweep.csv" in result.output) == quiet
+
+
+def test_files_that_are_not_text_and_names_that_are_paths_are_named(tmp_path: Path) -> None:
+    binary = tmp_path / "w.json"
+    binary.write_bytes(b"\xff\xfe\x80 not text")
+    measurements = tmp_path / "m.csv"
+    measurements.write_text("latency_us,performance\n10,1\n100,0.9\n500,0.8\n1000,0.5\n2000,0.3\n")
+    for command, message in (
+        (["workflow", "schedule", str(binary)], "not UTF-8 text"),
+        (["zoe", "simulate", "--workload", str(binary)], "not JSON"),
+        (["nomora", "fit", str(measurements), "--name", "a/b"], "not a plain file name"),
+        (["nomora", "fit", str(measurements), "--name", ""], "not a plain file name"),
+    ):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code in (1, 2), (command, result.output)
+        assert message in result.output, (command, result.output)
+        assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from firmament_py.cli_params import FiniteFloatRange
+from firmament_py.cli_params import FiniteFloat
 from firmament_py.nomora.fitting import FitError, fit_performance, read_measurements
 from firmament_py.nomora.performance import (
     BUILTIN_FUNCTIONS,
@@ -35,9 +35,20 @@ def nomora() -> None:
     """NoMora: application performance functions of network latency, and their traces."""
 
 
+def _plain_name(name: str | None) -> str | None:
+    """A name the function file is named after (NAME.json): a plain file name."""
+    if name is not None and (name.startswith(".") or Path(name).name != name or not name):
+        raise click.BadParameter(f"{name!r} is not a plain file name", param_hint="--name")
+    return name
+
+
 @nomora.command()
 @click.argument("measurements", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--name", help="The application's name (default: the file's stem).")
+@click.option(
+    "--name",
+    callback=lambda ctx, param, value: _plain_name(value),
+    help="The application's name (default: the file's stem).",
+)
 @click.option(
     "-o",
     "--out",
@@ -56,7 +67,7 @@ def nomora() -> None:
 )
 @click.option(
     "--floor",
-    type=FiniteFloatRange(),
+    type=FiniteFloat(),
     default=0.1,
     show_default=True,
     help="The performance the function never drops below.",

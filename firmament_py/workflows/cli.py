@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from firmament_py.cli_params import FiniteFloatRange
+from firmament_py.cli_params import FiniteFloat, FiniteFloatRange
 from firmament_py.workflows import ALGORITHMS, schedule_workflow
 from firmament_py.workflows.bounds import branch_bound, lower_bound, ratio, work_bound
 from firmament_py.workflows.files import read_workflow, write_workflow
@@ -69,7 +69,7 @@ def _platform(machines: int, network: str, capacity: float, channels: int) -> Pl
     help="With --machines: an upload and a download link per machine, or shared channels.",
 )
 @click.option(
-    "--capacity", type=FiniteFloatRange(), default=1.0, show_default=True, help="Link capacity."
+    "--capacity", type=FiniteFloat(), default=1.0, show_default=True, help="Link capacity."
 )
 @click.option("--channels", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option(

@@ -187,6 +187,8 @@ def read_workflow(path: str | Path) -> tuple[Workflow, Platform | None]:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise WorkflowError(f"{path}: cannot read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise WorkflowError(f"{path}: not UTF-8 text: {error}") from None
     try:
         document = _yaml().safe_load(text) if _is_yaml(path) else json.loads(text)
     except json.JSONDecodeError as error:

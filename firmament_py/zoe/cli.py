@@ -120,7 +120,7 @@ def simulate(
     if workload is not None:
         try:
             applications = applications_from_json(json.loads(workload.read_text("utf-8")))
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise click.ClickException(f"{workload}: not JSON: {error}") from error
         except ApplicationError as error:
             raise click.ClickException(f"{workload}: {error}") from error
