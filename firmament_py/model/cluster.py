@@ -698,6 +698,9 @@ class ClusterState:
             )
         for machine in self._machines.values():
             problems.extend(self._machine_violations(machine))
+        slots = sum(machine.slots for machine in self._machines.values())
+        if self._slots != slots:
+            problems.append(f"the cluster's slots are counted as {self._slots}, not {slots}")
         for rack in self._racks.values():
             pod = self._pods.get(rack.pod_id)
             if pod is None or rack.rack_id not in pod.rack_ids:
