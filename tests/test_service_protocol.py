@@ -621,3 +621,10 @@ def test_a_decision_round_trips_and_a_bad_one_is_named() -> None:
     for item, words in bad:
         with pytest.raises(ValueError, match=words):
             decision_from_wire(item)
+
+
+def test_a_value_msgpack_cannot_hold_is_refused_before_sending() -> None:
+    with pytest.raises(ValueError, match="task_submitted request 'r' cannot be sent"):
+        encode_request("r", "task_submitted", {"task_id": 1, "job_id": "j", "priority": 2**80})
+    with pytest.raises(ValueError, match="cannot be sent"):
+        encode_request("r", "task_submitted", {"task_id": object()})

@@ -408,9 +408,13 @@ def decode_request(frame: bytes) -> Request:
 
 
 def encode_request(request_id: str, kind: str, body: Mapping[str, Any] | None = None) -> bytes:
-    """A request frame (no checks: the daemon checks)."""
+    """A request frame (no checks of meaning: the daemon checks). ValueError if msgpack cannot
+    hold a value at all (an integer past 64 bits, an object of no msgpack type)."""
     message = {"v": PROTOCOL_VERSION, "id": request_id, "type": kind, "body": dict(body or {})}
-    return bytes(msgpack.packb(message, use_bin_type=True))
+    try:
+        return bytes(msgpack.packb(message, use_bin_type=True))
+    except (OverflowError, TypeError, ValueError) as error:
+        raise ValueError(f"{kind} request {request_id!r} cannot be sent: {error}") from None
 
 
 def encode_reply(
