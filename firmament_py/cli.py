@@ -69,7 +69,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 class _Commands(click.Group):
     """The commands; a file or directory one of them cannot use (missing, not a directory, no
     permission, a read-only file system: an `OSError` that names a file) is an error message
-    naming it and exit status 1, not a traceback."""
+    naming it and exit status 1, not a traceback; so is running out of memory (a count of
+    10^10 somewhere)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -79,6 +80,10 @@ class _Commands(click.Group):
                 raise
             reason = error.strerror or str(error)
             raise click.ClickException(f"cannot use {error.filename}: {reason}") from error
+        except MemoryError:
+            raise click.ClickException(
+                "out of memory: the options or the input ask for more than this machine holds"
+            ) from None
 
 
 @click.group(cls=_Commands)
@@ -293,18 +298,19 @@ def _graphgen(
     rounds: int,
     churn: float,
 ) -> None:
-    spec = ClusterSpec(
-        machines=machines,
-        slots_per_machine=slots,
-        machines_per_rack=rack_size,
-        running=utilization,
-        waiting=new_tasks,
-        shape="quincy" if shape == "quincy" else "load-spreading",
-        seed=seed,
-    )
     try:
-        cluster = ClusterGraph(spec)
-    except ValueError as error:  # a spec the generator refuses (sizes, a seed)
+        cluster = ClusterGraph(
+            ClusterSpec(
+                machines=machines,
+                slots_per_machine=slots,
+                machines_per_rack=rack_size,
+                running=utilization,
+                waiting=new_tasks,
+                shape="quincy" if shape == "quincy" else "load-spreading",
+                seed=seed,
+            )
+        )
+    except ValueError as error:  # a spec the generator refuses (sizes past the graph's limits)
         raise click.UsageError(str(error)) from None
     write_dimacs(cluster.graph, out)
     for _ in range(rounds):

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from firmament_py.flow.graph import FlowGraph, NodeKind
+from firmament_py.flow.limits import MAX_ID
 
 Int64Array = npt.NDArray[np.int64]
 Shape = Literal["quincy", "load-spreading"]
@@ -72,6 +73,14 @@ class ClusterSpec:
             raise ValueError("waiting task count must be non-negative")
         if self.shape not in ("quincy", "load-spreading"):
             raise ValueError(f"unknown shape {self.shape!r}: use 'quincy' or 'load-spreading'")
+        # A node per machine, rack, task and job at most: past the graph's id limit it could
+        # not be built (and would run out of memory long before).
+        nodes = self.machines * (1 + self.slots_per_machine) + 2 * self.waiting
+        if nodes >= MAX_ID:
+            raise ValueError(
+                f"{self.machines} machines of {self.slots_per_machine} slots and {self.waiting} "
+                f"waiting tasks need about {nodes:,} nodes, past the limit of {MAX_ID - 1:,}"
+            )
 
     @property
     def slots(self) -> int:

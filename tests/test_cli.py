@@ -221,3 +221,9 @@ def test_graphgen_replaces_a_file_only_with_a_whole_output(
     result = CliRunner().invoke(main, [*arguments, "-o", str(target)])
     assert result.exit_code == 0, result.output
     assert target.read_text().startswith("p min ")
+
+
+def test_graphgen_refuses_a_cluster_past_the_graphs_id_limit() -> None:
+    result = CliRunner().invoke(main, ["graphgen", "--machines", "99999999999"])
+    assert result.exit_code == 2
+    assert "past the limit of 268,435,455" in result.output

@@ -291,3 +291,17 @@ def test_files_that_are_not_text_and_names_that_are_paths_are_named(tmp_path: Pa
         assert result.exit_code in (1, 2), (command, result.output)
         assert message in result.output, (command, result.output)
         assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_running_out_of_memory_is_an_error_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import firmament_py.cli as cli
+
+    def huge(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "run_job", huge)
+    result = CliRunner().invoke(main, ["simulate", "--synthetic", "small", "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "out of memory" in result.output
