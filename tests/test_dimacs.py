@@ -517,3 +517,13 @@ def test_decode_lines_names_the_line_that_is_not_utf8() -> None:
     assert info.value.line == 3
     g = read_dimacs(decode_lines([b"p min 2 1\r\n", b"n 1 1\n", b"n 2 -1\n", b"a 1 2 0 1 1"]))
     assert g.num_arcs == 1
+
+
+def test_a_byte_order_mark_before_the_first_line_is_skipped() -> None:
+    raw = [b"\xef\xbb\xbfp min 2 1\n", b"n 1 1\n", b"n 2 -1\n", b"a 1 2 0 1 1"]
+    g = read_dimacs(decode_lines(raw))
+    assert g.num_arcs == 1
+    # Only there: anywhere else it is text the format does not know.
+    with pytest.raises(DimacsError, match="unknown line type") as info:
+        read_dimacs(decode_lines([b"p min 2 1\n", b"\xef\xbb\xbfn 1 1\n", b"n 2 -1\n"]))
+    assert info.value.line == 2

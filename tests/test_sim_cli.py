@@ -305,3 +305,24 @@ def test_running_out_of_memory_is_an_error_message(
     result = CliRunner().invoke(main, ["simulate", "--synthetic", "small", "--out", str(tmp_path)])
     assert result.exit_code == 1
     assert "out of memory" in result.output
+
+
+def test_options_of_the_other_kind_of_workload_are_refused(tmp_path: Path) -> None:
+    """Ignored, they would have let a user believe they did something."""
+    trace = str(SAMPLE)
+    for command, message in (
+        (["--synthetic", "small", "--machine-fraction", "0.5"], "samples a trace"),
+        (["--synthetic", "small", "--job-fraction", "0.5"], "samples a trace"),
+        (["--trace", trace, "--machines", "5"], "rescale a synthetic workload"),
+        (["--trace", trace, "--load", "2"], "rescale a synthetic workload"),
+    ):
+        result = CliRunner().invoke(main, ["simulate", *command, "--out", str(tmp_path)])
+        assert result.exit_code == 2, (command, result.output)
+        assert message in result.output
+
+
+def test_a_zoe_policy_is_named_only_with_flow_placement_and_must_exist() -> None:
+    result = CliRunner().invoke(main, ["zoe", "simulate", "--policy", "quincy"])
+    assert result.exit_code == 2 and "--placement flow only" in result.output
+    result = CliRunner().invoke(main, ["zoe", "simulate", "--placement", "flow", "--policy", "x"])
+    assert result.exit_code == 2 and "unknown policy 'x'" in result.output

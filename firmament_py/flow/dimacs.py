@@ -370,6 +370,8 @@ def decode_lines(stream: Iterable[bytes]) -> Iterator[str]:
     ahead in blocks and reports no line at all.
     """
     for number, raw in enumerate(stream, start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a byte-order mark some editors write: not part of the first line
         try:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -77,6 +77,12 @@ class SimulationJob:
             )
         if self.speedup <= 0:
             raise ValueError(f"the speed-up must be positive, got {self.speedup}")
+        # Options of the other kind of workload would be ignored: refused, as a user who gives
+        # one expects it to do something.
+        if self.trace is None and (self.machine_fraction != 1 or self.job_fraction != 1):
+            raise ValueError("a machine or job fraction samples a trace: give --trace too")
+        if self.trace is not None and (self.machines is not None or self.load is not None):
+            raise ValueError("machines and load rescale a synthetic workload, not a trace")
         Accounting(self.accounting)  # ValueError names an unknown mode
 
     @property

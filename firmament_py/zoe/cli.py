@@ -22,6 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from firmament_py.cli_params import FiniteFloatRange
+from firmament_py.sdk import available_policies
 from firmament_py.zoe.application import ApplicationError, applications_from_json
 from firmament_py.zoe.capacity import ClusterCapacity
 from firmament_py.zoe.simulator import SCHEDULER_NAMES, Placement, ZoeResult, ZoeSimulator
@@ -112,6 +113,19 @@ def simulate(
     """Simulate applications under one scheduler and sorting policy and print a summary."""
     if preemptive and scheduler != "flexible":
         raise click.BadParameter("only the flexible scheduler preempts", param_hint="--preemptive")
+    policy_given = (
+        click.get_current_context().get_parameter_source("policy")
+        is click.core.ParameterSource.COMMANDLINE
+    )
+    if policy_given and placement != "flow":
+        raise click.BadParameter(
+            "a policy places with --placement flow only", param_hint="--policy"
+        )
+    if placement == "flow" and policy not in available_policies():
+        known = ", ".join(sorted(available_policies()))
+        raise click.BadParameter(
+            f"unknown policy {policy!r}; installed: {known}", param_hint="--policy"
+        )
     try:
         sort_policy = load_sorting(sorting)
     except SortingError as error:
