@@ -326,3 +326,17 @@ def test_a_zoe_policy_is_named_only_with_flow_placement_and_must_exist() -> None
     assert result.exit_code == 2 and "--placement flow only" in result.output
     result = CliRunner().invoke(main, ["zoe", "simulate", "--placement", "flow", "--policy", "x"])
     assert result.exit_code == 2 and "unknown policy 'x'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--speedup", "1e-300"], "speed-up must be within"),
+        (["--speedup", "1e300"], "speed-up must be within"),
+        (["--duration", "1e300"], "duration must be under"),
+    ],
+)
+def test_times_past_64_bits_are_refused(option: list[str], message: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["simulate", "--synthetic", "small", *option, "-q"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output

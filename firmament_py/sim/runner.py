@@ -33,6 +33,11 @@ _SLOTS_ONLY = TraceScale(cpu_millicores=0, ram_bytes=0, disk_bytes=0)
 """A trace scale under which every request and capacity is zero: only slots matter."""
 
 
+# Speed-ups this far from 1 turn a second into more than int64 microseconds, or an arrival
+# rate numpy cannot draw from.
+_SPEEDUPS = (1e-6, 1e6)
+
+
 @dataclass(frozen=True)
 class SimulationJob:
     """Everything one simulation needs. Exactly one of `synthetic` (a preset name from
@@ -75,8 +80,13 @@ class SimulationJob:
             raise ValueError(
                 f"the round interval must not be negative, got {self.round_interval_s}"
             )
-        if self.speedup <= 0:
-            raise ValueError(f"the speed-up must be positive, got {self.speedup}")
+        if self.duration_s * MICROSECONDS >= 2**62:  # a time past int64 microseconds
+            raise ValueError(f"the duration must be under 2^62 us, got {self.duration_s} s")
+        if not _SPEEDUPS[0] <= self.speedup <= _SPEEDUPS[1]:
+            raise ValueError(
+                f"the speed-up must be within [{_SPEEDUPS[0]:g}, {_SPEEDUPS[1]:g}], "
+                f"got {self.speedup:g}"
+            )
         # Options of the other kind of workload would be ignored: refused, as a user who gives
         # one expects it to do something.
         if self.trace is None and (self.machine_fraction != 1 or self.job_fraction != 1):
