@@ -793,3 +793,33 @@ def test_the_scheduling_process_keeps_the_collector_off_its_replica() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True"] * 2
+
+
+def test_requests_right_after_the_scheduling_process_dies_are_answered(
+    running: Running,
+) -> None:
+    """Its socket has no peer then, and a send to a PAIR socket without one waits for a peer:
+    forwarding the requests' records must not (the daemon would stop for good). Here the
+    daemon's process handle shows a live process that is not connected, as a real one shows
+    between its death and the loop noticing it."""
+    daemon = running.daemon
+    with Client(running.endpoint, timeout=20, retries=0) as client:
+        client.add_machines(machines(1))
+        client.schedule()  # the scheduling process is connected and has the state
+        process = daemon._process
+        assert process is not None
+        stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        try:
+            daemon._process = stand_in
+            process.kill()
+            process.wait()
+            time.sleep(0.3)  # ZeroMQ notices the closed connection
+            for task_id in range(5):
+                client.submit_task(task_id, "j")
+            assert client.status()["tasks"] == 5
+            assert stand_in.wait(10) != 0  # ended by the daemon: not connected
+            placed = client.schedule()  # a new scheduling process, sent the state with all five
+            assert sorted(d.task for d in placed.deltas) == [0, 1]  # one machine, two slots
+        finally:
+            stand_in.kill()
+            stand_in.wait()

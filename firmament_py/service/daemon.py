@@ -116,8 +116,10 @@ class DaemonConfig:
     curve: CurveServerKeys | None = None
 
 
-# A scheduling process that exits is started again at most this often.
+# A scheduling process that exits is started again at most this often; one that has not
+# said hello this long after its start (it does before loading anything heavy) is ended.
 _RESTART_INTERVAL_S = 1.0
+_HELLO_TIMEOUT_S = 30.0
 
 _TRANSPORTS = ("tcp", "ipc", "inproc", "pgm", "epgm", "vmci", "ws", "wss")
 
@@ -375,10 +377,26 @@ class SchedulingDaemon:
             "solver": self.config.solver,
             "solver_options": dict(self.config.solver_options),
         }
-        self._worker.send_multipart(
+        self._worker_ready = self._to_worker(
             [b"init", pickle.dumps(self.service.cluster), pickle.dumps(options)]
         )
-        self._worker_ready = True
+
+    def _to_worker(self, frames: list[bytes]) -> bool:
+        """Send to the scheduling process; False if it is no longer connected, and it is then
+        ended (the loop starts another, which is sent the whole state).
+
+        A PAIR socket without its peer would hold a send until one connects, and no other
+        could while this thread waits: the send never waits. With a peer it never has to
+        (no high-water mark), so a refusal means the process is gone or lost its connection.
+        """
+        try:
+            self._worker.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            _log.error("the scheduling process is not connected; starting another")
+            self._worker_ready = False
+            self._stop_worker_process()
+            return False
+        return True
 
     def _stop_worker_process(self, *, asked: bool = False) -> None:
         """Wait for the worker to exit (if it was `asked` to), else end it."""
@@ -438,6 +456,14 @@ class SchedulingDaemon:
                 reason = f"the scheduling process exited (status {code})"
                 self._answer_round(self._round.round_id, Status.ERROR, reason, {})
             self._process = None
+            self._worker_ready = False
+        elif (
+            self._process is not None
+            and not self._worker_ready
+            and time.monotonic() - self._worker_started > _HELLO_TIMEOUT_S
+        ):
+            _log.error("the scheduling process never connected; starting another")
+            self._stop_worker_process()
         if self._process is None and not self._stopping.is_set():
             # At most one start a second: a process that dies at once is not respawned in a
             # loop.
@@ -479,7 +505,7 @@ class SchedulingDaemon:
             payload = _pack(records)
             self.journal.append_packed(payload, len(records))
             if self._worker_ready:  # else the state it will be sent includes them
-                self._worker.send_multipart([b"records", payload])
+                self._to_worker([b"records", payload])
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
             if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
                 gc.freeze()  # see the module docstring
@@ -559,7 +585,9 @@ class SchedulingDaemon:
         # later record is at that time or after (even if the wall clock steps back).
         now = self.service.clock(_wall_us())
         self.service.advance(now)
-        self._worker.send_multipart([b"decide", _pack([self._round.round_id, now])])
+        if not self._to_worker([b"decide", _pack([self._round.round_id, now])]):
+            reason = "the scheduling process was lost; try again"
+            self._answer_round(self._round.round_id, Status.ERROR, reason, {})
 
     def _serve_worker(self) -> None:
         while True:
