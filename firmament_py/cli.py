@@ -254,50 +254,6 @@ def graphgen(
     output: Path,
 ) -> None:
     """Write a Firmament-shaped scheduling flow graph (and incremental rounds) as DIMACS."""
-    if str(output) == "-":
-        _graphgen(
-            sys.stdout,
-            machines,
-            utilization,
-            new_tasks,
-            slots,
-            rack_size,
-            seed,
-            shape,
-            rounds,
-            churn,
-        )
-        return
-    # Into a file beside the target, renamed over it when whole: a failure half way (a bad
-    # value found late, a full disk) leaves an existing file as it was.
-    fd, partial = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
-    try:
-        with os.fdopen(fd, "w") as out:
-            _graphgen(
-                out, machines, utilization, new_tasks, slots, rack_size, seed, shape, rounds, churn
-            )
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, output.stat().st_mode if output.exists() else 0o666 & ~umask)
-        os.replace(partial, output)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(partial)
-        raise
-
-
-def _graphgen(
-    out: TextIO,
-    machines: int,
-    utilization: float,
-    new_tasks: int,
-    slots: int,
-    rack_size: int,
-    seed: int,
-    shape: str,
-    rounds: int,
-    churn: float,
-) -> None:
     try:
         cluster = ClusterGraph(
             ClusterSpec(
@@ -312,6 +268,26 @@ def _graphgen(
         )
     except ValueError as error:  # a spec the generator refuses (sizes past the graph's limits)
         raise click.UsageError(str(error)) from None
+    if str(output) == "-":
+        _write_graph(cluster, rounds, churn, sys.stdout)
+        return
+    # Into a file beside the target, renamed over it when whole: a failure half way (a full
+    # disk, say) leaves an existing file as it was.
+    fd, partial = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.")
+    try:
+        with os.fdopen(fd, "w") as out:
+            _write_graph(cluster, rounds, churn, out)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, output.stat().st_mode if output.exists() else 0o666 & ~umask)
+        os.replace(partial, output)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        raise
+
+
+def _write_graph(cluster: ClusterGraph, rounds: int, churn: float, out: TextIO) -> None:
     write_dimacs(cluster.graph, out)
     for _ in range(rounds):
         cluster.next_round(churn)

@@ -568,6 +568,28 @@ def _label_at(
 
 
 @kernel
+def _settle_next(
+    keys: Int64Array,
+    nodes: Int64Array,
+    pos: Int64Array,
+    size: int,
+    same: Int64Array,
+    top: int,
+    current: int,
+) -> tuple[int, int, int, int]:  # pragma: no cover - compiled
+    """The next node to settle and its distance: from the stack while it holds any (all at
+    `current`, the distance being settled), else the heap's minimum; with the heap's and the
+    stack's new sizes."""
+    if top > 0:
+        top -= 1
+        u = same[top]
+        pos[u] = -2
+        return u, current, size, top
+    u, du, size = kernels.heap_pop(keys, nodes, pos, size)
+    return u, du, size, top
+
+
+@kernel
 def _price_by_distance_to_deficit(
     net: ResidualArrays,
     dist: Int64Array,
@@ -605,13 +627,7 @@ def _price_by_distance_to_deficit(
     reached = 0
     last = 0
     while (top > 0 or size > 0) and reached < sources:
-        if top > 0:
-            top -= 1
-            u = same[top]
-            du = last
-            pos[u] = -2
-        else:
-            u, du, size = kernels.heap_pop(keys, nodes, pos, size)
+        u, du, size, top = _settle_next(keys, nodes, pos, size, same, top, last)
         settled[nsettled] = u
         nsettled += 1
         last = du
@@ -669,14 +685,8 @@ def _price_by_distance_from_surplus(
     found = -1
     current = 0
     while top > 0 or size > 0:
-        if top > 0:
-            top -= 1
-            u = same[top]
-            du = current
-            pos[u] = -2
-        else:
-            u, du, size = kernels.heap_pop(keys, nodes, pos, size)
-            current = du
+        u, du, size, top = _settle_next(keys, nodes, pos, size, same, top, current)
+        current = du
         settled[nsettled] = u
         nsettled += 1
         if net.excess[u] < 0:
