@@ -340,3 +340,10 @@ def test_times_past_64_bits_are_refused(option: list[str], message: str, tmp_pat
     result = CliRunner().invoke(main, ["simulate", "--synthetic", "small", *option, "-q"])
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_a_single_zoe_application_shows_no_nan() -> None:
+    """Time-weighted over no time at all (one arrival) is no number, and is shown so."""
+    result = CliRunner().invoke(main, ["zoe", "simulate", "--apps", "1"])
+    assert result.exit_code == 0, result.output
+    assert "n/a" in result.output and "nan" not in result.output

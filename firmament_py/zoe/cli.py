@@ -68,11 +68,17 @@ def summary_table(result: ZoeResult) -> Table:
                 *shown,
             )
     overall = result.summary()
+
+    def number(key: str, spec: str) -> str:
+        # Time-weighted over no time at all (a single arrival) is no number: say so.
+        value = overall[key]
+        return "n/a" if math.isnan(value) else format(value, spec)
+
     table.caption = (
         f"{int(overall['finished'])} finished, {int(overall['refused'])} refused; "
-        f"waiting {overall['pending_mean']:.1f} (median {overall['pending_p50']:.0f}), "
-        f"in service {overall['running_mean']:.1f}; cpu allocated {overall['cpu_mean']:.0%}, "
-        f"ram {overall['ram_mean']:.0%} (time-weighted, first to last arrival)"
+        f"waiting {number('pending_mean', '.1f')} (median {number('pending_p50', '.0f')}), "
+        f"in service {number('running_mean', '.1f')}; cpu allocated {number('cpu_mean', '.0%')}, "
+        f"ram {number('ram_mean', '.0%')} (time-weighted, first to last arrival)"
     )
     return table
 
