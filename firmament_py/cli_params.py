@@ -10,22 +10,29 @@ import click
 __all__ = ["FiniteFloat", "FiniteFloatRange"]
 
 
-class FiniteFloatRange(click.FloatRange):
-    """`click.FloatRange` that also refuses NaN and the infinities: NaN passes every range
-    check (each comparison with it is false), and either would reach the code as a number."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
+def _finite(
+    kind: click.ParamType[Any],
+    number: Any,
+    value: Any,
+    param: click.Parameter | None,
+    ctx: click.Context | None,
+) -> Any:
+    if not math.isfinite(number):
+        kind.fail(f"{value!r} is not a finite number", param, ctx)
+    return number
 
 
 class FiniteFloat(click.types.FloatParamType):
-    """A float option without a range that also refuses NaN and the infinities."""
+    """A float option that also refuses NaN and the infinities: either would reach the code as
+    a number."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
+        return _finite(self, super().convert(value, param, ctx), value, param, ctx)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """`FiniteFloat` within a range (`click.FloatRange`'s checks, which NaN passes: each
+    comparison with it is false)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return _finite(self, super().convert(value, param, ctx), value, param, ctx)

@@ -35,10 +35,10 @@ def nomora() -> None:
     """NoMora: application performance functions of network latency, and their traces."""
 
 
-def _plain_name(name: str | None) -> str | None:
+def _plain_name(ctx: click.Context, param: click.Parameter, name: str | None) -> str | None:
     """A name the function file is named after (NAME.json): a plain file name."""
-    if name is not None and (name.startswith(".") or Path(name).name != name or not name):
-        raise click.BadParameter(f"{name!r} is not a plain file name", param_hint="--name")
+    if name is not None and (not name or name.startswith(".") or Path(name).name != name):
+        raise click.BadParameter(f"{name!r} is not a plain file name", ctx, param)
     return name
 
 
@@ -46,7 +46,7 @@ def _plain_name(name: str | None) -> str | None:
 @click.argument("measurements", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "--name",
-    callback=lambda ctx, param, value: _plain_name(value),
+    callback=_plain_name,
     help="The application's name (default: the file's stem).",
 )
 @click.option(
