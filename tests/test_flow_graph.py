@@ -718,6 +718,7 @@ def copy_model(m: Model) -> Model:
 # Operations with weights: arcs change more often than nodes, as in a scheduler.
 OPS = (
     ["add_node", "add_node_explicit", "add_nodes", "remove_node", "set_supply", "add_arcs"]
+    + ["trusted_add_nodes", "trusted_remove_nodes", "trusted_add_arcs", "trusted_remove_arcs"]
     + ["add_arc", "add_arc_explicit", "remove_arc", "take_changes"] * 2
     + ["change_arc"] * 4
 )
@@ -778,18 +779,39 @@ def test_random_mutations_replay_exactly(data: st.DataObject) -> None:
             assert all(v >= max(m.nodes, default=0) + 1 for v in ids.tolist())
             for v in ids.tolist():
                 m.nodes[v] = (m.fresh(), -1, int(NodeKind.LEAF))
+        elif op == "trusted_add_nodes":
+            supplies = data.draw(st.lists(st.integers(-4, 4), max_size=4))
+            ids = g.trusted_add_nodes(
+                np.array(supplies, dtype=np.int64), np.full(len(supplies), 2, dtype=np.int64)
+            ).tolist()
+            assert len(set(ids)) == len(ids)
+            for v, supply in zip(ids, supplies, strict=True):
+                assert v not in m.nodes
+                m.nodes[v] = (m.fresh(), supply, 2)
         elif op == "remove_node" and live:
             v = data.draw(st.sampled_from(live))
             g.remove_node(v)
             m.remove_node(v)
+        elif op == "trusted_remove_nodes" and live:
+            chosen = data.draw(st.lists(st.sampled_from(live), unique=True, min_size=1))
+            g.trusted_remove_nodes(np.array(chosen, dtype=np.int64))
+            for v in chosen:
+                m.remove_node(v)
+        elif op == "trusted_remove_arcs" and live_arcs:
+            chosen = data.draw(st.lists(st.sampled_from(live_arcs), unique=True, min_size=1))
+            g.trusted_remove_arcs(np.array(chosen, dtype=np.int64))
+            for k in chosen:
+                del m.arcs[k]
         elif op == "set_supply" and live:
             v = data.draw(st.sampled_from(live))
             supply = data.draw(st.integers(-4, 4))
             g.set_supply(v, supply)
             gen, _s, kind = m.nodes[v]
             m.nodes[v] = (gen, supply, kind)
-        elif op in ("add_arc", "add_arc_explicit", "add_arcs") and len(live) >= 2:
-            count = data.draw(st.integers(1, 3)) if op == "add_arcs" else 1
+        elif (
+            op in ("add_arc", "add_arc_explicit", "add_arcs", "trusted_add_arcs") and len(live) >= 2
+        ):
+            count = data.draw(st.integers(1, 3)) if "add_arcs" in op else 1
             ends = [
                 data.draw(st.lists(st.sampled_from(live), min_size=2, max_size=2, unique=True))
                 for _ in range(count)
@@ -804,6 +826,12 @@ def test_random_mutations_replay_exactly(data: st.DataObject) -> None:
                 ids = g.add_arcs(
                     cols[0], cols[1], lower=cols[2], capacity=cols[3], cost=cols[4], kind=cols[5]
                 ).tolist()
+            elif op == "trusted_add_arcs":
+                src, dst, low, cap, cost, kind = (
+                    np.array(col, dtype=np.int64) for col in zip(*rows, strict=True)
+                )
+                ids = g.trusted_add_arcs(src, dst, low, cap, cost, kind).tolist()
+                assert len(set(ids)) == len(ids)
             else:
                 u, v, low, cap, cost, kind = rows[0]
                 explicit = None

@@ -40,6 +40,7 @@ from firmament_py.sdk import (
     TaskView,
     hookimpl,
 )
+from firmament_py.sdk.defaults import UNSCHEDULED_COST
 from firmament_py.solvers.optimality import verify
 
 SECOND = 1_000_000
@@ -756,6 +757,13 @@ def test_a_rounds_moves_are_its_placements_against_where_tasks_run() -> None:
             if task.task_id % 29 == 0:
                 raise RuntimeError("not this one")
             return None
+
+        @hookimpl
+        def task_preemption(self) -> ArcDescriptor:
+            # A little under a fresh task's wait (the defaults' grows with the time a task has
+            # run): once there are more tasks than slots every round preempts some, not only
+            # when a round's prices happen to fall so.
+            return ArcDescriptor(UNSCHEDULED_COST - 20)
 
     rng = random.Random(3)
     kinds: set[DeltaKind] = set()

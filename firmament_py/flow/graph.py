@@ -147,6 +147,88 @@ def _link_arcs(
         in_deg[v] += 1
 
 
+@kernel
+def _incident_arcs(
+    nodes: Int64Array,
+    out_first: Int64Array,
+    out_next: Int64Array,
+    in_first: Int64Array,
+    in_next: Int64Array,
+    out_deg: Int64Array,
+    in_deg: Int64Array,
+) -> Int64Array:  # pragma: no cover - compiled
+    """Every arc leaving or entering one of `nodes` (an arc between two of them twice)."""
+    total = 0
+    for i in range(len(nodes)):
+        total += out_deg[nodes[i]] + in_deg[nodes[i]]
+    arcs = np.empty(total, dtype=np.int64)
+    j = 0
+    for i in range(len(nodes)):
+        k = out_first[nodes[i]]
+        while k >= 0:
+            arcs[j] = k
+            j += 1
+            k = out_next[k]
+        k = in_first[nodes[i]]
+        while k >= 0:
+            arcs[j] = k
+            j += 1
+            k = in_next[k]
+    return arcs
+
+
+@kernel
+def _unlink_arcs(
+    ids: Int64Array,
+    src: Int64Array,
+    dst: Int64Array,
+    out_first: Int64Array,
+    out_next: Int64Array,
+    out_prev: Int64Array,
+    in_first: Int64Array,
+    in_next: Int64Array,
+    in_prev: Int64Array,
+    out_deg: Int64Array,
+    in_deg: Int64Array,
+    arc_alive: npt.NDArray[np.bool_],
+) -> None:  # pragma: no cover - compiled
+    """Take the live arcs `ids` (each once) out of their lists and mark them dead."""
+    for i in range(len(ids)):
+        k = ids[i]
+        nxt = out_next[k]
+        prv = out_prev[k]
+        if prv >= 0:
+            out_next[prv] = nxt
+        else:
+            out_first[src[k]] = nxt
+        if nxt >= 0:
+            out_prev[nxt] = prv
+        nxt = in_next[k]
+        prv = in_prev[k]
+        if prv >= 0:
+            in_next[prv] = nxt
+        else:
+            in_first[dst[k]] = nxt
+        if nxt >= 0:
+            in_prev[nxt] = prv
+        out_deg[src[k]] -= 1
+        in_deg[dst[k]] -= 1
+        arc_alive[k] = False
+
+
+def _claim_free(free: list[int], alive: memoryview, count: int) -> list[int]:
+    """Up to `count` dead ids popped from the free list `free`, each once (a free list can hold
+    an id twice, or a live one, after ids were claimed by number)."""
+    ids: list[int] = []
+    taken: set[int] = set()
+    while free and len(ids) < count:
+        v = free.pop()
+        if not alive[v] and v not in taken:
+            taken.add(v)
+            ids.append(v)
+    return ids
+
+
 class FlowGraph:
     """A min-cost flow problem that changes between solves."""
 
@@ -571,29 +653,7 @@ class FlowGraph:
         self._ensure_arcs(first + count)
         ids = np.arange(first, first + count, dtype=np.int64)
         self._arc_top = first + count
-        self._touch_arcs(ids)
-        self._arc_alive[ids] = True
-        self._src[ids] = s
-        self._dst[ids] = d
-        self._low[ids] = low
-        self._cap[ids] = cap
-        self._cost[ids] = c
-        self._arc_kind[ids] = kd
-        _link_arcs(
-            ids,
-            self._src,
-            self._dst,
-            self._out_first,
-            self._out_next,
-            self._out_prev,
-            self._in_first,
-            self._in_next,
-            self._in_prev,
-            self._out_deg,
-            self._in_deg,
-        )
-        self._num_arcs += count
-        self._raw_changes += count
+        self._place_arcs(ids, s, d, low, cap, c, kd)
         return ids
 
     def change_arc(
@@ -712,6 +772,74 @@ class FlowGraph:
     def trusted_in_degree(self, v: int) -> int:
         """`in_degree(v)` for a live node `v`, without checks."""
         return self._m_in_deg[v]
+
+    # The same again for many at once (the graph manager's task pass): one call per round's
+    # worth of edits instead of one per node or arc. The ids they take and free are the ones the
+    # calls above would, in some order.
+
+    def trusted_add_nodes(self, supplies: Int64Array, kinds: Int64Array) -> Int64Array:
+        """`trusted_add_node(supply, kind)` for each pair at once; return the new ids."""
+        count = len(supplies)
+        claimed = _claim_free(self._free_nodes, self._m_node_alive, count)
+        top = self._node_top
+        ids = np.empty(count, dtype=np.int64)
+        ids[: len(claimed)] = claimed
+        ids[len(claimed) :] = np.arange(top, top + count - len(claimed), dtype=np.int64)
+        self._ensure_nodes(top + count - len(claimed))
+        self._node_top = top + count - len(claimed)
+        self._place_nodes(ids, supplies, kinds)
+        return ids
+
+    def trusted_remove_nodes(self, nodes: Int64Array) -> None:
+        """`trusted_remove_node(v)` for each of the distinct live `nodes` at once."""
+        if not len(nodes):
+            return
+        incident = _incident_arcs(
+            nodes,
+            self._out_first,
+            self._out_next,
+            self._in_first,
+            self._in_next,
+            self._out_deg,
+            self._in_deg,
+        )
+        self._unlink(np.unique(incident))
+        self._touch_nodes(nodes)
+        self._node_killed[nodes] |= self._node_was_alive[nodes]
+        self._node_alive[nodes] = False
+        self._free_nodes.extend(nodes.tolist())
+        self._num_nodes -= len(nodes)
+        self._raw_changes += len(nodes)
+
+    def trusted_add_arcs(
+        self,
+        src: Int64Array,
+        dst: Int64Array,
+        lower: Int64Array,
+        capacity: Int64Array,
+        cost: Int64Array,
+        kind: Int64Array,
+    ) -> Int64Array:
+        """`trusted_add_arc` for each arc at once (arrays of one length); return the new ids."""
+        count = len(src)
+        loops = np.flatnonzero(src == dst)
+        if len(loops):
+            v = int(src[loops[0]])
+            raise FlowGraphError(f"self-loop on node {v}: arcs must join two distinct nodes")
+        claimed = _claim_free(self._free_arcs, self._m_arc_alive, count)
+        top = self._arc_top
+        ids = np.empty(count, dtype=np.int64)
+        ids[: len(claimed)] = claimed
+        ids[len(claimed) :] = np.arange(top, top + count - len(claimed), dtype=np.int64)
+        self._ensure_arcs(top + count - len(claimed))
+        self._arc_top = top + count - len(claimed)
+        self._place_arcs(ids, src, dst, lower, capacity, cost, kind)
+        return ids
+
+    def trusted_remove_arcs(self, arcs: Int64Array) -> None:
+        """`trusted_remove_arc(k)` for each of the distinct live `arcs` at once."""
+        self._unlink(arcs)
+        self._raw_changes += len(arcs)
 
     # ------------------------------------------------------------------ change log
 
@@ -1007,6 +1135,63 @@ class FlowGraph:
         self._m_in_deg[v] += 1
         self._num_arcs += 1
         self._raw_changes += 1
+
+    def _place_arcs(
+        self,
+        ids: Int64Array,
+        src: Int64Array,
+        dst: Int64Array,
+        lower: Int64Array,
+        capacity: Int64Array,
+        cost: Int64Array,
+        kind: Int64Array,
+    ) -> None:
+        """`_place_arc` for each of the distinct free, allocated `ids` at once, in order."""
+        self._touch_arcs(ids)
+        self._arc_alive[ids] = True
+        self._src[ids] = src
+        self._dst[ids] = dst
+        self._low[ids] = lower
+        self._cap[ids] = capacity
+        self._cost[ids] = cost
+        self._arc_kind[ids] = kind
+        _link_arcs(
+            ids,
+            self._src,
+            self._dst,
+            self._out_first,
+            self._out_next,
+            self._out_prev,
+            self._in_first,
+            self._in_next,
+            self._in_prev,
+            self._out_deg,
+            self._in_deg,
+        )
+        self._num_arcs += len(ids)
+        self._raw_changes += len(ids)
+
+    def _unlink(self, ids: Int64Array) -> None:
+        """`_remove_arc` for each of the distinct live arcs `ids` at once."""
+        if not len(ids):
+            return
+        self._touch_arcs(ids)
+        _unlink_arcs(
+            ids,
+            self._src,
+            self._dst,
+            self._out_first,
+            self._out_next,
+            self._out_prev,
+            self._in_first,
+            self._in_next,
+            self._in_prev,
+            self._out_deg,
+            self._in_deg,
+            self._arc_alive,
+        )
+        self._free_arcs.extend(ids.tolist())
+        self._num_arcs -= len(ids)
 
     def _remove_arc(self, k: int) -> None:
         """Unlink and free live arc `k` (the caller counts the raw change, if any)."""

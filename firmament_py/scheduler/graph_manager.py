@@ -24,7 +24,11 @@ A round's update (`update`) runs Firmament's two passes, in this order:
 
 Each node's out-arcs are reconciled with the policy's answer as a whole (`_reconcile`): an arc is
 identified by its destination and its type (`ArcType`, stored as the flow graph's arc kind), so
-an unchanged answer changes nothing and the solver sees only real changes.
+an unchanged answer changes nothing and the solver sees only real changes. A pass collects the
+arcs to add and remove, and the task nodes to add and remove, in an `_Edits` and hands them to
+the graph at its end in a few array calls: a round's edits cost a few microseconds each less
+than one graph call apiece. Nothing in a pass reads what its own edits change (a task node's
+out-arcs are read once, when it is rebuilt; in-degrees only after the pass).
 
 Errors. A `PolicyError` from a hook about one task leaves that task out of the graph for the
 round (reported, and tried again next round); any other `PolicyError` ends the update, and the
@@ -95,6 +99,77 @@ _PREFERENCE = int(ArcType.PREFERENCE)
 _TOPOLOGY = int(ArcType.TOPOLOGY)
 _CLASS_TO_RESOURCE = int(ArcType.CLASS_TO_RESOURCE)
 _TO_SINK = int(ArcType.TO_SINK)
+
+
+class _Edits:
+    """A pass's graph edits, kept until `apply`: arcs to remove, task nodes to remove, task
+    nodes to add and arcs to add, as flat lists of ints (which the cyclic collector does not
+    track: a round's edits add nothing to its work)."""
+
+    __slots__ = (
+        "cap",
+        "cost",
+        "drop_arcs",
+        "drop_nodes",
+        "dst",
+        "kind",
+        "low",
+        "new_machines",
+        "new_tasks",
+        "src",
+    )
+
+    def __init__(self) -> None:
+        self.drop_arcs: list[int] = []
+        self.drop_nodes: list[int] = []
+        # Task nodes to add, in order, with the machine node each runs on (UNPLACED if it
+        # waits); until `apply` adds them, arcs out of the i-th have source -1 - i.
+        self.new_tasks: list[TaskId] = []
+        self.new_machines: list[int] = []
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self.low: list[int] = []
+        self.cap: list[int] = []
+        self.cost: list[int] = []
+        self.kind: list[int] = []
+
+    def add_task(self, task_id: TaskId, machine_node: int) -> int:
+        """Add a task node; return the stand-in for its id that `add_arcs` takes."""
+        self.new_tasks.append(task_id)
+        self.new_machines.append(machine_node)
+        return -len(self.new_tasks)
+
+    def add_arcs(self, node: int, arcs: dict[ArcKey, ArcDescriptor]) -> None:
+        """Add `arcs` out of `node` (or out of the task node `add_task` stood `node` for), in
+        order."""
+        for (target, arc_type), descriptor in arcs.items():
+            self.src.append(node)
+            self.dst.append(target)
+            self.low.append(descriptor.min_flow)
+            self.cap.append(descriptor.capacity)
+            self.cost.append(descriptor.cost)
+            self.kind.append(arc_type)
+
+    def apply(self, graph: FlowGraph) -> npt.NDArray[np.int64]:
+        """Make the edits (removals first, so their ids are free again); return the new task
+        nodes' ids, in the order of `new_tasks`."""
+        if self.drop_nodes:
+            graph.trusted_remove_nodes(np.array(self.drop_nodes, dtype=np.int64))
+        if self.drop_arcs:
+            graph.trusted_remove_arcs(np.array(self.drop_arcs, dtype=np.int64))
+        count = len(self.new_tasks)
+        nodes = np.zeros(0, dtype=np.int64)
+        if count:
+            nodes = graph.trusted_add_nodes(
+                np.ones(count, dtype=np.int64), np.full(count, NodeKind.TASK, dtype=np.int64)
+            )
+        if self.src:
+            src = np.array(self.src, dtype=np.int64)
+            stand_in = src < 0
+            src[stand_in] = nodes[-1 - src[stand_in]]
+            columns = (self.dst, self.low, self.cap, self.cost, self.kind)
+            graph.trusted_add_arcs(src, *(np.array(c, dtype=np.int64) for c in columns))
+        return nodes
 
 
 class FlowGraphManager:
@@ -267,6 +342,7 @@ class FlowGraphManager:
         }
         state, machine_refs, rack_refs = self.state, self._machine_ref, self._rack_ref
         resource_node = self._resource_node
+        edits = _Edits()
         for ref, node in resource_node.items():
             # The children of `ResourceView(ref).children`, read here without the views.
             kind = ref.kind
@@ -285,7 +361,8 @@ class FlowGraphManager:
             }
             if leaf is not None:
                 desired[(self.sink, _TO_SINK)] = leaf
-            self._reconcile(node, desired)
+            self._reconcile(node, desired, edits)
+        edits.apply(self.graph)
         # Only now: a failed pass leaves everything to be asked again next time.
         priced.update(stats)
 
@@ -298,45 +375,58 @@ class FlowGraphManager:
             changed = {**changed, **dict.fromkeys(self._task_node)}
         still_changed: dict[TaskId, None] = {}
         tasks = self.state.tasks  # a new read-only view per access: fetch it once
-        for task_id in changed:
-            task = tasks.get(task_id)
-            if task is None or task.state not in (TaskState.RUNNABLE, TaskState.RUNNING):
-                self._remove_task(task_id)
-                continue
-            try:
-                self._build_task(task)
-            except PolicyError as error:
-                errors.append(error)
-                self._remove_task(task_id, notify=False)
-                still_changed[task_id] = None
-        priced = [(task_id, self._price_waiting) for task_id in self._waiting]
-        if self.policy.preemption_enabled:
-            priced += [(task_id, self._price_running) for task_id in self._running]
-        for task_id, price in priced:
-            if task_id in changed:
-                continue
-            try:
-                price(tasks[task_id])
-            except PolicyError as error:
-                errors.append(error)
-                self._remove_task(task_id, notify=False)
-                still_changed[task_id] = None
+        edits = _Edits()
+        try:
+            for task_id in changed:
+                task = tasks.get(task_id)
+                if task is None or task.state not in (TaskState.RUNNABLE, TaskState.RUNNING):
+                    self._remove_task(task_id, edits)
+                    continue
+                try:
+                    self._build_task(task, edits)
+                except PolicyError as error:
+                    errors.append(error)
+                    self._remove_task(task_id, edits, notify=False)
+                    still_changed[task_id] = None
+            priced = [(task_id, self._price_waiting) for task_id in self._waiting]
+            if self.policy.preemption_enabled:
+                priced += [(task_id, self._price_running) for task_id in self._running]
+            for task_id, price in priced:
+                if task_id in changed:
+                    continue
+                try:
+                    price(tasks[task_id])
+                except PolicyError as error:
+                    errors.append(error)
+                    self._remove_task(task_id, edits, notify=False)
+                    still_changed[task_id] = None
+        finally:
+            # Even after an unexpected error: the maps already say what the edits do.
+            self._apply_task_edits(edits)
         self._changed = still_changed
         return errors
 
-    def _remove_task(self, task_id: TaskId, *, notify: bool = True) -> None:
+    def _apply_task_edits(self, edits: _Edits) -> None:
+        nodes = edits.apply(self.graph)
+        self._task_node.update(zip(edits.new_tasks, nodes.tolist(), strict=True))
+        self._node_task.update(zip(nodes.tolist(), edits.new_tasks, strict=True))
+        if len(nodes):
+            self._placed_on_room(int(nodes.max()))
+            self._placed_on[nodes] = edits.new_machines
+
+    def _remove_task(self, task_id: TaskId, edits: _Edits, *, notify: bool = True) -> None:
         node = self._task_node.pop(task_id, None)
         if node is None:
             return
         del self._node_task[node]
         self._waiting.pop(task_id, None)
         self._running.pop(task_id, None)
-        self.graph.trusted_remove_node(node)
+        edits.drop_nodes.append(node)
         if notify:
             self.policy.task_removed(task_id=task_id, cluster=self.cluster)
 
-    def _build_task(self, task: Task) -> None:
-        """Ask every hook about `task`, then give its node exactly those arcs."""
+    def _build_task(self, task: Task, edits: _Edits) -> None:
+        """Ask every hook about `task`, then give its node exactly those arcs (in `edits`)."""
         view = TaskView(task)
         cluster = self.cluster
         ask = self.policy
@@ -391,32 +481,36 @@ class FlowGraphManager:
             resource_node = self._resource_node
             for ref, descriptor in to_resources:
                 desired[(resource_node[ref], _PREFERENCE)] = descriptor
+        machine_node = UNPLACED
+        if running:
+            assert task.machine_id is not None
+            machine_node = self._machine_node[task.machine_id]
         node = self._task_node.get(task.task_id)
         if node is None:
-            node = self.graph.trusted_add_node(1, NodeKind.TASK)
-            self._task_node[task.task_id] = node
-            self._node_task[node] = task.task_id
             ask.task_added(task=view, cluster=cluster)
-            self._add_arcs(node, desired)  # a new node has no arcs to reconcile with
+            edits.add_arcs(edits.add_task(task.task_id, machine_node), desired)
         else:
-            self._reconcile(node, desired)
+            self._reconcile(node, desired, edits)
+            self._note_placement(node, machine_node)
         if running:
             assert task.machine_id is not None
             self._waiting.pop(task.task_id, None)
             self._running[task.task_id] = task.machine_id
-            self._note_placement(node, self._machine_node[task.machine_id])
         else:
             self._running.pop(task.task_id, None)
             self._waiting[task.task_id] = None
-            self._note_placement(node, UNPLACED)
 
     def _note_placement(self, node: int, machine_node: int) -> None:
+        self._placed_on_room(node)
+        self._placed_on[node] = machine_node
+
+    def _placed_on_room(self, node: int) -> None:
+        """Grow `_placed_on` to hold an entry for `node`."""
         placed_on = self._placed_on
         if node >= len(placed_on):
             grown = np.zeros(max(node + 1, 2 * len(placed_on)), dtype=np.int64)
             grown[: len(placed_on)] = placed_on
-            self._placed_on = placed_on = grown
-        placed_on[node] = machine_node
+            self._placed_on = grown
 
     def _require_path_to_wait(self, task: Task, descriptor: ArcDescriptor) -> None:
         """The arc to U(job) is what keeps every round feasible: it must carry the task."""
@@ -483,6 +577,7 @@ class FlowGraphManager:
         in_degree = graph.trusted_in_degree
         queue = deque(c for c, node in self._class_node.items() if in_degree(node) > 0)
         seen = set(queue)
+        edits = _Edits()
         while queue:
             equiv_class = queue.popleft()
             desired: dict[ArcKey, ArcDescriptor] = {
@@ -499,7 +594,8 @@ class FlowGraphManager:
                 if target not in seen:
                     seen.add(target)
                     queue.append(target)
-            self._reconcile(self._class_node[equiv_class], desired)
+            self._reconcile(self._class_node[equiv_class], desired, edits)
+        edits.apply(graph)
         # Dropping a class can orphan the classes it pointed to, hence the loop.
         while True:
             orphans = [c for c, node in self._class_node.items() if in_degree(node) == 0]
@@ -510,6 +606,7 @@ class FlowGraphManager:
 
     def _refresh_jobs(self) -> None:
         """Drop unscheduled aggregators no task points to; ask for the others' sink arcs."""
+        edits = _Edits()
         for job_id, node in list(self._job_node.items()):
             incoming = self.graph.trusted_in_degree(node)
             if incoming == 0:
@@ -519,35 +616,28 @@ class FlowGraphManager:
             descriptor = self.policy.unscheduled_to_sink(
                 job=JobView(self.state.jobs[job_id]), incoming_tasks=incoming, cluster=self.cluster
             )
-            self._reconcile(node, {(self.sink, ArcType.TO_SINK): descriptor})
+            self._reconcile(node, {(self.sink, ArcType.TO_SINK): descriptor}, edits)
+        edits.apply(self.graph)
 
     # ------------------------------------------------------------------ arcs
 
-    def _reconcile(self, node: int, desired: dict[ArcKey, ArcDescriptor]) -> None:
-        """Make `node`'s out-arcs exactly `desired`: change the arcs that stay, remove the
-        others, add the new ones. Consumes `desired`."""
+    def _reconcile(self, node: int, desired: dict[ArcKey, ArcDescriptor], edits: _Edits) -> None:
+        """Make `node`'s out-arcs exactly `desired`: change the arcs that stay now, and have
+        `edits` remove the others and add the new ones. Consumes `desired`."""
         graph = self.graph
         # The node's arcs with their values, read in one go; an arc whose values already match
         # is left alone (`change_arc` would change nothing there either).
         for arc, dst, kind, low, cap, cost in graph.trusted_out_arcs(node):
             descriptor = desired.pop((dst, kind), None)
             if descriptor is None:
-                graph.trusted_remove_arc(arc)
+                edits.drop_arcs.append(arc)
             elif (
                 descriptor.cost != cost or descriptor.capacity != cap or descriptor.min_flow != low
             ):
                 graph.trusted_change_arc(
                     arc, descriptor.min_flow, descriptor.capacity, descriptor.cost
                 )
-        self._add_arcs(node, desired)
-
-    def _add_arcs(self, node: int, arcs: dict[ArcKey, ArcDescriptor]) -> None:
-        """Add `arcs` out of `node`, in order."""
-        add_arc = self.graph.trusted_add_arc
-        for (target, arc_type), descriptor in arcs.items():
-            add_arc(
-                node, target, descriptor.min_flow, descriptor.capacity, descriptor.cost, arc_type
-            )
+        edits.add_arcs(node, desired)
 
     def _set_arcs(self, node: int, changes: Iterable[tuple[int, ArcDescriptor, ArcType]]) -> None:
         """Change out-arcs of `node` (which must exist), each given as (target, descriptor,
