@@ -719,6 +719,7 @@ def copy_model(m: Model) -> Model:
 OPS = (
     ["add_node", "add_node_explicit", "add_nodes", "remove_node", "set_supply", "add_arcs"]
     + ["trusted_add_nodes", "trusted_remove_nodes", "trusted_add_arcs", "trusted_remove_arcs"]
+    + ["trusted_change_arcs", "trusted_find_out_arcs"]
     + ["add_arc", "add_arc_explicit", "remove_arc", "take_changes"] * 2
     + ["change_arc"] * 4
 )
@@ -844,6 +845,25 @@ def test_random_mutations_replay_exactly(data: st.DataObject) -> None:
             for k, row in zip(ids, rows, strict=True):
                 assert k not in m.arcs
                 m.arcs[k] = (m.fresh(), row)
+        elif op == "trusted_change_arcs" and live_arcs:
+            chosen = data.draw(st.lists(st.sampled_from(live_arcs), unique=True, min_size=1))
+            rows = []
+            for k in chosen:
+                gen, (u, v, _low, _cap, _cost, kind) = m.arcs[k]
+                low, extra, cost, _kind = data.draw(values)
+                m.arcs[k] = (gen, (u, v, low, low + extra, cost, kind))
+                rows.append((k, low, low + extra, cost))
+            g.trusted_change_arcs(*np.array(rows, dtype=np.int64).T.copy())
+        elif op == "trusted_find_out_arcs" and live:
+            nodes = data.draw(st.lists(st.sampled_from(live), min_size=1))
+            targets = data.draw(st.lists(st.sampled_from(live), min_size=len(nodes)))
+            kinds = data.draw(st.lists(st.integers(0, 3), min_size=len(nodes)))
+            found = g.trusted_find_out_arcs(
+                *(np.array(x[: len(nodes)], dtype=np.int64) for x in (nodes, targets, kinds))
+            )
+            for u, v, kind, k in zip(nodes, targets, kinds, found.tolist(), strict=False):
+                first = [a for a in g.out_arcs(u) if g.arc_dst(a) == v and g.arc_kind(a) == kind]
+                assert k == (first[0] if first else -1)
         elif op == "change_arc" and live_arcs:
             k = data.draw(st.sampled_from(live_arcs))
             gen, (u, v, low, cap, cost, kind) = m.arcs[k]

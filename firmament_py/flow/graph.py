@@ -216,6 +216,28 @@ def _unlink_arcs(
         arc_alive[k] = False
 
 
+@kernel
+def _first_out_arcs(
+    nodes: Int64Array,
+    targets: Int64Array,
+    kinds: Int64Array,
+    out_first: Int64Array,
+    out_next: Int64Array,
+    dst: Int64Array,
+    arc_kind: npt.NDArray[np.int8],
+) -> Int64Array:  # pragma: no cover - compiled
+    """For each i, the first arc out of `nodes[i]` to `targets[i]` of kind `kinds[i]`, or -1."""
+    arcs = np.full(len(nodes), -1, dtype=np.int64)
+    for i in range(len(nodes)):
+        k = out_first[nodes[i]]
+        while k >= 0:
+            if dst[k] == targets[i] and arc_kind[k] == kinds[i]:
+                arcs[i] = k
+                break
+            k = out_next[k]
+    return arcs
+
+
 def _claim_free(free: list[int], alive: memoryview, count: int) -> list[int]:
     """Up to `count` dead ids popped from the free list `free`, each once (a free list can hold
     an id twice, or a live one, after ids were claimed by number)."""
@@ -835,6 +857,30 @@ class FlowGraph:
         self._arc_top = top + count - len(claimed)
         self._place_arcs(ids, src, dst, lower, capacity, cost, kind)
         return ids
+
+    def trusted_find_out_arcs(
+        self, nodes: Int64Array, targets: Int64Array, kinds: Int64Array
+    ) -> Int64Array:
+        """For each i, the first arc (in `out_arcs` order) from the live node `nodes[i]` to
+        `targets[i]` of kind `kinds[i]`, or -1 if it has none."""
+        return _first_out_arcs(
+            nodes, targets, kinds, self._out_first, self._out_next, self._dst, self._arc_kind
+        )
+
+    def trusted_change_arcs(
+        self, arcs: Int64Array, lower: Int64Array, capacity: Int64Array, cost: Int64Array
+    ) -> None:
+        """`trusted_change_arc(k, ...)` for each of the distinct live `arcs` at once."""
+        differs = (self._low[arcs] != lower) | (self._cap[arcs] != capacity)
+        differs |= self._cost[arcs] != cost
+        changed = arcs[differs]
+        if not len(changed):
+            return
+        self._touch_arcs(changed)
+        self._low[changed] = lower[differs]
+        self._cap[changed] = capacity[differs]
+        self._cost[changed] = cost[differs]
+        self._raw_changes += len(changed)
 
     def trusted_remove_arcs(self, arcs: Int64Array) -> None:
         """`trusted_remove_arc(k)` for each of the distinct live `arcs` at once."""

@@ -102,57 +102,76 @@ _TO_SINK = int(ArcType.TO_SINK)
 
 
 class _Edits:
-    """A pass's graph edits, kept until `apply`: arcs to remove, task nodes to remove, task
-    nodes to add and arcs to add, as flat lists of ints (which the cyclic collector does not
-    track: a round's edits add nothing to its work)."""
+    """A pass's graph edits, kept until `apply`: arcs to change, task nodes and arcs to remove,
+    task nodes and arcs to add. Rows of ints in flat lists, which the cyclic collector does not
+    track: a round's edits add nothing to its work."""
 
-    __slots__ = (
-        "cap",
-        "cost",
-        "drop_arcs",
-        "drop_nodes",
-        "dst",
-        "kind",
-        "low",
-        "new_machines",
-        "new_tasks",
-        "src",
-    )
+    __slots__ = ("added", "changed", "changed_by_key", "drop_arcs", "drop_nodes", "new_tasks")
 
     def __init__(self) -> None:
+        self.changed: list[int] = []  # arc, lower, capacity, cost
+        self.changed_by_key: list[int] = []  # node, target, arc type, lower, capacity, cost
         self.drop_arcs: list[int] = []
         self.drop_nodes: list[int] = []
         # Task nodes to add, in order, with the machine node each runs on (UNPLACED if it
         # waits); until `apply` adds them, arcs out of the i-th have source -1 - i.
-        self.new_tasks: list[TaskId] = []
-        self.new_machines: list[int] = []
-        self.src: list[int] = []
-        self.dst: list[int] = []
-        self.low: list[int] = []
-        self.cap: list[int] = []
-        self.cost: list[int] = []
-        self.kind: list[int] = []
+        self.new_tasks: dict[TaskId, int] = {}
+        self.added: list[int] = []  # source, target, lower, capacity, cost, arc type
 
     def add_task(self, task_id: TaskId, machine_node: int) -> int:
         """Add a task node; return the stand-in for its id that `add_arcs` takes."""
-        self.new_tasks.append(task_id)
-        self.new_machines.append(machine_node)
+        self.new_tasks[task_id] = machine_node
         return -len(self.new_tasks)
 
     def add_arcs(self, node: int, arcs: dict[ArcKey, ArcDescriptor]) -> None:
         """Add `arcs` out of `node` (or out of the task node `add_task` stood `node` for), in
         order."""
+        added = self.added
         for (target, arc_type), descriptor in arcs.items():
-            self.src.append(node)
-            self.dst.append(target)
-            self.low.append(descriptor.min_flow)
-            self.cap.append(descriptor.capacity)
-            self.cost.append(descriptor.cost)
-            self.kind.append(arc_type)
+            added += (
+                node,
+                target,
+                descriptor.min_flow,
+                descriptor.capacity,
+                descriptor.cost,
+                arc_type,
+            )
+
+    def change_arc(self, arc: int, descriptor: ArcDescriptor) -> None:
+        """Give the live arc `arc` these values."""
+        self.changed += (arc, descriptor.min_flow, descriptor.capacity, descriptor.cost)
+
+    def change_arc_to(
+        self, node: int, target: int, arc_type: ArcType, descriptor: ArcDescriptor
+    ) -> None:
+        """Give the first arc of this type from `node` to `target` (which must exist) these
+        values."""
+        self.changed_by_key += (
+            node,
+            target,
+            arc_type,
+            descriptor.min_flow,
+            descriptor.capacity,
+            descriptor.cost,
+        )
 
     def apply(self, graph: FlowGraph) -> npt.NDArray[np.int64]:
-        """Make the edits (removals first, so their ids are free again); return the new task
-        nodes' ids, in the order of `new_tasks`."""
+        """Make the edits (removals before additions, so their ids are free again); return the
+        new task nodes' ids, in the order of `new_tasks`."""
+        changes = np.array(self.changed, dtype=np.int64).reshape(-1, 4)
+        if self.changed_by_key:
+            keyed = np.array(self.changed_by_key, dtype=np.int64).reshape(-1, 6)
+            ends = (keyed[:, 0].copy(), keyed[:, 1].copy(), keyed[:, 2].copy())
+            arcs = graph.trusted_find_out_arcs(*ends)
+            if (missing := np.flatnonzero(arcs < 0)).size:
+                node, target, arc_type = keyed[missing[0], :3].tolist()
+                raise AssertionError(
+                    f"node {node} has no {ArcType(arc_type).name} arc to node {target}"
+                )
+            found = np.column_stack([arcs, keyed[:, 3:]])
+            changes = np.concatenate([changes, found])
+        if len(changes):
+            graph.trusted_change_arcs(changes[:, 0], changes[:, 1], changes[:, 2], changes[:, 3])
         if self.drop_nodes:
             graph.trusted_remove_nodes(np.array(self.drop_nodes, dtype=np.int64))
         if self.drop_arcs:
@@ -163,12 +182,12 @@ class _Edits:
             nodes = graph.trusted_add_nodes(
                 np.ones(count, dtype=np.int64), np.full(count, NodeKind.TASK, dtype=np.int64)
             )
-        if self.src:
-            src = np.array(self.src, dtype=np.int64)
+        if self.added:
+            rows = np.array(self.added, dtype=np.int64).reshape(-1, 6)
+            src = rows[:, 0]
             stand_in = src < 0
             src[stand_in] = nodes[-1 - src[stand_in]]
-            columns = (self.dst, self.low, self.cap, self.cost, self.kind)
-            graph.trusted_add_arcs(src, *(np.array(c, dtype=np.int64) for c in columns))
+            graph.trusted_add_arcs(*rows.T)
         return nodes
 
 
@@ -395,7 +414,7 @@ class FlowGraphManager:
                 if task_id in changed:
                     continue
                 try:
-                    price(tasks[task_id])
+                    price(tasks[task_id], edits)
                 except PolicyError as error:
                     errors.append(error)
                     self._remove_task(task_id, edits, notify=False)
@@ -408,11 +427,12 @@ class FlowGraphManager:
 
     def _apply_task_edits(self, edits: _Edits) -> None:
         nodes = edits.apply(self.graph)
-        self._task_node.update(zip(edits.new_tasks, nodes.tolist(), strict=True))
-        self._node_task.update(zip(nodes.tolist(), edits.new_tasks, strict=True))
-        if len(nodes):
-            self._placed_on_room(int(nodes.max()))
-            self._placed_on[nodes] = edits.new_machines
+        ids = nodes.tolist()
+        self._task_node.update(zip(edits.new_tasks, ids, strict=True))
+        self._node_task.update(zip(ids, edits.new_tasks, strict=True))
+        if ids:
+            self._placed_on_room(max(ids))
+            self._placed_on[nodes] = list(edits.new_tasks.values())
 
     def _remove_task(self, task_id: TaskId, edits: _Edits, *, notify: bool = True) -> None:
         node = self._task_node.pop(task_id, None)
@@ -524,15 +544,17 @@ class FlowGraphManager:
                 hook=hook,
             )
 
-    def _price_waiting(self, task: Task) -> None:
+    def _price_waiting(self, task: Task, edits: _Edits) -> None:
         descriptor = self.policy.task_to_unscheduled(task=TaskView(task), cluster=self.cluster)
         self._require_path_to_wait(task, descriptor)
-        self._set_arcs(
+        edits.change_arc_to(
             self._task_node[task.task_id],
-            ((self._job_node[task.job_id], descriptor, ArcType.UNSCHEDULED),),
+            self._job_node[task.job_id],
+            ArcType.UNSCHEDULED,
+            descriptor,
         )
 
-    def _price_running(self, task: Task) -> None:
+    def _price_running(self, task: Task, edits: _Edits) -> None:
         view = TaskView(task)
         assert task.machine_id is not None
         node = self._task_node[task.task_id]
@@ -542,13 +564,9 @@ class FlowGraphManager:
         )
         preemption = self.policy.task_preemption(task=view, cluster=self.cluster)
         self._require_path_to_wait(task, preemption)
-        self._set_arcs(
-            node,
-            (
-                (self.machine_node_of(task.machine_id), continuation, ArcType.RUNNING),
-                (self._job_node[task.job_id], preemption, ArcType.PREEMPTION),
-            ),
-        )
+        machine_node = self.machine_node_of(task.machine_id)
+        edits.change_arc_to(node, machine_node, ArcType.RUNNING, continuation)
+        edits.change_arc_to(node, self._job_node[task.job_id], ArcType.PREEMPTION, preemption)
 
     def machine_node_of(self, machine_id: MachineId) -> int:
         return self._machine_node[machine_id]
@@ -622,8 +640,8 @@ class FlowGraphManager:
     # ------------------------------------------------------------------ arcs
 
     def _reconcile(self, node: int, desired: dict[ArcKey, ArcDescriptor], edits: _Edits) -> None:
-        """Make `node`'s out-arcs exactly `desired`: change the arcs that stay now, and have
-        `edits` remove the others and add the new ones. Consumes `desired`."""
+        """Make `node`'s out-arcs exactly `desired` (in `edits`): change the arcs that stay,
+        remove the others, add the new ones. Consumes `desired`."""
         graph = self.graph
         # The node's arcs with their values, read in one go; an arc whose values already match
         # is left alone (`change_arc` would change nothing there either).
@@ -634,26 +652,8 @@ class FlowGraphManager:
             elif (
                 descriptor.cost != cost or descriptor.capacity != cap or descriptor.min_flow != low
             ):
-                graph.trusted_change_arc(
-                    arc, descriptor.min_flow, descriptor.capacity, descriptor.cost
-                )
+                edits.change_arc(arc, descriptor)
         edits.add_arcs(node, desired)
-
-    def _set_arcs(self, node: int, changes: Iterable[tuple[int, ArcDescriptor, ArcType]]) -> None:
-        """Change out-arcs of `node` (which must exist), each given as (target, descriptor,
-        type), in order; each is the first out-arc with that target and type."""
-        graph = self.graph
-        # The node's arcs read once for all the changes, first arc of each key kept.
-        arcs: dict[ArcKey, int] = {}
-        for arc, dst, kind, _, _, _ in graph.trusted_out_arcs(node):
-            arcs.setdefault((dst, kind), arc)
-        for target, descriptor, arc_type in changes:
-            found = arcs.get((target, arc_type))
-            if found is None:
-                raise AssertionError(f"node {node} has no {arc_type.name} arc to node {target}")
-            graph.trusted_change_arc(
-                found, descriptor.min_flow, descriptor.capacity, descriptor.cost
-            )
 
     # ------------------------------------------------------------------ decisions out
 
