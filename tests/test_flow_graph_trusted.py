@@ -110,3 +110,33 @@ def test_a_graph_pickles_and_keeps_working_after_its_arrays_grew() -> None:
         g.add_arc(nodes[1], nodes[7], capacity=1, cost=-2)
     assert np.array_equal(graph.snapshot().rows, other.snapshot().rows)
     assert np.array_equal(graph.take_changes().rows, other.take_changes().rows)
+
+
+def test_bulk_calls_take_the_ids_single_calls_would() -> None:
+    """Freed ids first, last freed first, skipping ids the free list holds twice or that were
+    claimed by number since; then ids above the top."""
+
+    def graph_with_a_messy_free_list() -> FlowGraph:
+        graph = FlowGraph()
+        nodes = [graph.add_node(0) for _ in range(4)]
+        for u, v in itertools.pairwise(nodes):
+            graph.add_arc(u, v, capacity=1, cost=0)
+        graph.remove_node(nodes[1])  # node 2 free, arcs 0 and 1 free
+        graph.add_node(0, node=nodes[1])  # claimed by number: still on the free list
+        graph.add_arc(nodes[0], nodes[1], capacity=1, cost=0, arc=1)
+        graph.remove_node(nodes[1])  # freed again: on the list twice
+        graph.remove_node(nodes[2])
+        return graph
+
+    single, bulk = graph_with_a_messy_free_list(), graph_with_a_messy_free_list()
+    expected = [single.trusted_add_node(1, NodeKind.TASK) for _ in range(3)]
+    got = bulk.trusted_add_nodes(
+        np.ones(3, dtype=np.int64), np.full(3, NodeKind.TASK, dtype=np.int64)
+    )
+    assert got.tolist() == expected == [3, 2, 5]
+    ends = [(expected[0], 1), (expected[1], 1), (expected[2], 4), (4, expected[0])]
+    arcs = [single.trusted_add_arc(u, v, 0, 1, 0, 0) for u, v in ends]
+    columns = np.array([(u, v, 0, 1, 0, 0) for u, v in ends], dtype=np.int64).T.copy()
+    assert bulk.trusted_add_arcs(*columns).tolist() == arcs
+    assert np.array_equal(bulk.snapshot().rows, single.snapshot().rows)
+    assert np.array_equal(bulk.take_changes().rows, single.take_changes().rows)

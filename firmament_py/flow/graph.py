@@ -238,17 +238,20 @@ def _first_out_arcs(
     return arcs
 
 
-def _claim_free(free: list[int], alive: memoryview, count: int) -> list[int]:
-    """Up to `count` dead ids popped from the free list `free`, each once (a free list can hold
-    an id twice, or a live one, after ids were claimed by number)."""
-    ids: list[int] = []
-    taken: set[int] = set()
-    while free and len(ids) < count:
-        v = free.pop()
-        if not alive[v] and v not in taken:
-            taken.add(v)
-            ids.append(v)
-    return ids
+def _claim_free(free: list[int], alive: npt.NDArray[np.bool_], count: int) -> Int64Array:
+    """Up to `count` dead ids popped from the free list `free`, each once, in the order single
+    pops would take them (a free list can hold an id twice, or a live one, after ids were
+    claimed by number)."""
+    claimed = np.zeros(0, dtype=np.int64)
+    while len(claimed) < count and free:
+        take = min(len(free), count - len(claimed))
+        popped = np.array(free[-take:][::-1], dtype=np.int64)
+        del free[-take:]
+        popped = popped[~alive[popped]]
+        _, first = np.unique(popped, return_index=True)
+        popped = popped[np.sort(first)]
+        claimed = np.concatenate([claimed, popped[~np.isin(popped, claimed)]])
+    return claimed
 
 
 class FlowGraph:
@@ -802,7 +805,7 @@ class FlowGraph:
     def trusted_add_nodes(self, supplies: Int64Array, kinds: Int64Array) -> Int64Array:
         """`trusted_add_node(supply, kind)` for each pair at once; return the new ids."""
         count = len(supplies)
-        claimed = _claim_free(self._free_nodes, self._m_node_alive, count)
+        claimed = _claim_free(self._free_nodes, self._node_alive, count)
         top = self._node_top
         ids = np.empty(count, dtype=np.int64)
         ids[: len(claimed)] = claimed
@@ -848,7 +851,7 @@ class FlowGraph:
         if len(loops):
             v = int(src[loops[0]])
             raise FlowGraphError(f"self-loop on node {v}: arcs must join two distinct nodes")
-        claimed = _claim_free(self._free_arcs, self._m_arc_alive, count)
+        claimed = _claim_free(self._free_arcs, self._arc_alive, count)
         top = self._arc_top
         ids = np.empty(count, dtype=np.int64)
         ids[: len(claimed)] = claimed
