@@ -210,6 +210,55 @@ def test_a_retried_request_id_is_answered_not_applied() -> None:
     assert other.status is Status.ALREADY_EXISTS
 
 
+def test_a_used_request_id_with_a_different_request_is_refused_however_it_was_restored() -> None:
+    """A client that reuses an id (its counter restarted, say) must not have its new request
+    dropped as "already applied": it is refused, the state is unchanged, and the request the id
+    first named is still answered as a retry, after a snapshot and after a replay too."""
+    service = ServiceState()
+    service.apply_request(request("node_added", {"machines": [MACHINE]}, "add"), 1)
+    submit = {"task_id": 1, "job_id": "j"}
+    _, record = service.apply_request(request("task_submitted", submit, "sub"), 2)
+    batch = {"requests": [{"type": "task_submitted", "body": {"task_id": 2, "job_id": "j"}}]}
+    _, batch_records = service.apply_batch(request("batch", batch, "b"), 3)
+    records = [record, *batch_records]
+    snapshot = pickle.loads(pickle.dumps(service.snapshot()))
+    replayed = ServiceState()
+    replayed.apply_request(request("node_added", {"machines": [MACHINE]}, "add"), 1)
+    replayed.replay(records)
+    for restored in (service, ServiceState.from_snapshot(snapshot), replayed):
+        before = fingerprint(restored)
+        for kind, body in (
+            ("task_submitted", {"task_id": 3, "job_id": "j"}),
+            ("task_submitted", {"task_id": 1, "job_id": "j", "priority": 2}),
+            ("task_removed", {"task_id": 1}),
+        ):
+            reply, record = restored.apply_request(request(kind, body, "sub"), 4)
+            assert reply.status is Status.INVALID and record is None
+            assert "'sub' was used before for a different request" in reply.reason
+        again, record = restored.apply_request(request("task_submitted", submit, "sub"), 5)
+        assert again.status is Status.OK and again.reason == "already applied"
+        assert record is None
+        other = {"requests": [{"type": "task_submitted", "body": {"task_id": 4, "job_id": "j"}}]}
+        reply, _ = restored.apply_batch(request("batch", other, "b"), 6)
+        assert reply.body["answers"][0][0] == Status.INVALID.value
+        reply, _ = restored.apply_batch(request("batch", batch, "b"), 6)
+        assert reply.body["answers"][0][:2] == [Status.OK.value, "already applied"]
+        assert fingerprint(restored) == before
+
+
+def test_a_snapshot_from_before_requests_were_kept_still_answers_retries() -> None:
+    service = ServiceState()
+    service.apply_request(request("node_added", {"machines": [MACHINE]}, "add"), 1)
+    service.apply_request(request("task_submitted", {"task_id": 1, "job_id": "j"}, "sub"), 2)
+    snapshot = service.snapshot()
+    snapshot["applied"] = [entry[:2] for entry in snapshot["applied"]]  # ids and seqs only
+    restored = ServiceState.from_snapshot(pickle.loads(pickle.dumps(snapshot)))
+    reply, record = restored.apply_request(
+        request("task_submitted", {"task_id": 1, "job_id": "j"}, "sub"), 3
+    )
+    assert reply.reason == "already applied" and record is None
+
+
 def test_replaying_the_records_gives_an_equal_state() -> None:
     service = ServiceState()
     records = []

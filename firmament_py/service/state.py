@@ -20,14 +20,18 @@ It also answers the read-only requests that list tasks and machines (`list_tasks
 `list_machines`), a page at a time in id order, so that a cluster manager can reconcile its
 view with the daemon's after either restarts.
 
-Request ids make retries safe: the reply to every applied request id is remembered (the last
-`dedup_window` of them, restored by replay too), and a request with a known id gets that reply
-again instead of a second application.
+Request ids make retries safe: every applied request id is remembered with a digest of the
+request it named (the last `dedup_window` of them, restored by replay too). A request with a
+known id gets the first one's reply again instead of a second application, if it is the same
+request; a different request under a used id is refused as invalid, since applying it or
+answering "already applied" would both be wrong (a client that restarted its id counter, say).
 """
 
 from __future__ import annotations
 
 import heapq
+import json
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -65,6 +69,27 @@ __all__ = [
 ]
 
 DEFAULT_DEDUP_WINDOW = 200_000
+
+_Applied = tuple[int, int | None]
+"""What is remembered of an applied request id: its record's seq and the request's digest
+(`_digest`; None for an id restored from a snapshot written before digests were kept)."""
+
+
+def _digest(kind: str, body: Mapping[str, Any]) -> int:
+    """A digest of a request that every process computes alike (snapshots keep it), from its
+    type and body as the protocol checked them or a record holds them. For a task submitted
+    with nothing but its job, or a task removed (`protocol.is_plain`: most of the traffic), it
+    is the task id, negated for a removal: cheap (`ServiceState._apply` inlines it), and enough
+    to tell another task's request apart, though not the same task under another job."""
+    task_id = body.get("task_id")
+    if type(task_id) is int and len(body) <= 2:
+        if kind == "task_submitted" and len(body) == 2 and "job_id" in body:
+            return task_id
+        if kind == "task_removed" and len(body) == 1:
+            return -1 - task_id
+    text = json.dumps([kind, body], sort_keys=True, separators=(",", ":"), default=repr)
+    return zlib.crc32(text.encode())
+
 
 _OK, _INVALID = Status.OK.value, Status.INVALID.value
 _NOT_FOUND, _ALREADY_EXISTS = Status.NOT_FOUND.value, Status.ALREADY_EXISTS.value
@@ -182,21 +207,22 @@ class ServiceState:
         self.seq = seq
         self.dedup_window = dedup_window
         self._replica = StateReplica(self.cluster)
-        self._applied: OrderedDict[str, int] = OrderedDict()  # request id -> its record's seq
+        self._applied: OrderedDict[str, _Applied] = OrderedDict()
 
     # ------------------------------------------------------------------ snapshots
 
     def snapshot(self) -> dict[str, Any]:
         """What a journal snapshot holds (picklable)."""
-        return {"seq": self.seq, "cluster": self.cluster, "applied": list(self._applied.items())}
+        applied = [(request_id, *entry) for request_id, entry in self._applied.items()]
+        return {"seq": self.seq, "cluster": self.cluster, "applied": applied}
 
     @classmethod
     def from_snapshot(
         cls, payload: Mapping[str, Any], *, dedup_window: int = DEFAULT_DEDUP_WINDOW
     ) -> ServiceState:
         service = cls(payload["cluster"], seq=payload["seq"], dedup_window=dedup_window)
-        for request_id, seq in payload["applied"]:
-            service._remember(request_id, seq)
+        for request_id, seq, *digest in payload["applied"]:
+            service._remember(request_id, seq, digest[0] if digest else None)  # older: no digest
         return service
 
     def replay(self, records: Iterable[Mapping[str, Any]]) -> int:
@@ -210,12 +236,13 @@ class ServiceState:
             replay(self._replica, record)
             self.seq = record["seq"]
             if record["kind"] == "request":
-                self._remember(record["id"], record["seq"])
+                digest = _digest(record["type"], record["body"])
+                self._remember(record["id"], record["seq"], digest)
             count += 1
         return count
 
-    def _remember(self, request_id: str, seq: int) -> None:
-        self._applied[request_id] = seq
+    def _remember(self, request_id: str, seq: int, digest: int | None) -> None:
+        self._applied[request_id] = (seq, digest)
         if len(self._applied) > self.dedup_window:
             self._applied.popitem(last=False)
 
@@ -261,10 +288,23 @@ class ServiceState:
     ) -> tuple[str, str, dict[str, Any], dict[str, Any] | None]:
         """`apply_request` as plain values (status value, reason, reply body, record): a batch
         makes no objects per request it applies."""
-        seq = self._applied.get(request_id)
-        if seq is not None:
+        plain = is_plain(kind, body)
+        if plain:  # `_digest`, inlined for most of the traffic
+            task_id = body["task_id"]
+            digest = task_id if kind == "task_submitted" else -1 - task_id
+        else:
+            digest = _digest(kind, body)
+        known = self._applied.get(request_id)
+        if known is not None:
+            seq, first_digest = known
+            if first_digest is not None and first_digest != digest:
+                reason = (
+                    f"request id {request_id!r} was used before for a different request "
+                    f"(record {seq}): request ids name one request each"
+                )
+                return _INVALID, reason, {}, None
             return _OK, "already applied", {"seq": seq}, None
-        if is_plain(kind, body):
+        if plain:
             refused = self._plain_refusal(kind, body["task_id"])
             if refused is not None:
                 return refused
@@ -290,7 +330,7 @@ class ServiceState:
                     return _INVALID, str(error), {}, None
                 applied.append(event)
         self.seq = seq = self.seq + 1
-        self._remember(request_id, seq)
+        self._remember(request_id, seq, digest)
         record = {
             "seq": seq,
             "time": time,
