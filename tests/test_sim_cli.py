@@ -347,3 +347,23 @@ def test_a_single_zoe_application_shows_no_nan() -> None:
     result = CliRunner().invoke(main, ["zoe", "simulate", "--apps", "1"])
     assert result.exit_code == 0, result.output
     assert "n/a" in result.output and "nan" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["simulate", "--synthetic", "small", "--load", "1e9"], "past the limit of 10,000,000"),
+        (["simulate", "--synthetic", "small", "--machines", "2000000"], "at most 1,000,000"),
+        (["sweep", "--synthetic", "small", "--load", "1e9", "--quiet"], "past the limit of"),
+        (["zoe", "simulate", "--apps", "99999999999"], "1<=x<=1000000"),
+        (["zoe", "simulate", "--machines", "99999999999"], "1<=x<=1000000"),
+    ],
+)
+def test_workloads_too_large_to_finish_are_refused_at_once(
+    command: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sizes that would run until memory ran out are a usage error before anything runs."""
+    monkeypatch.chdir(tmp_path)  # where a sweep would write
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 2, result.output
+    assert message in result.output

@@ -175,6 +175,14 @@ _BLOCK_TASKS = 50_000  # tasks drawn per block, about
 _CHURN_BLOCK_FAILURES = 100  # machine failures drawn per block, about
 _MAX_WARMUP_REPLICAS = 100
 
+MAX_MACHINES = 1_000_000
+"""The most machines a synthetic cluster may have (80 times the 12,500 of Google's trace)."""
+
+MAX_LIVE_TASKS = 10_000_000
+"""The most tasks a synthetic workload may keep live (`SyntheticSpec.expected_live_tasks`: 65
+times the Google trace's): the simulator holds every task in memory, and a spec past this would
+run until it ran out of memory rather than fail."""
+
 # The streams of random numbers, one per purpose (part of each generator's seed).
 _MACHINES, _WARMUP, _QUOTA, _ARRIVALS, _CHURN, _SINGLE_JOB = range(6)
 
@@ -518,6 +526,16 @@ class SyntheticSpec:
             )
         for name in ("live_tasks_per_machine", "load", "speedup", "machine_repair_s"):
             _check_positive(f"SyntheticSpec.{name}", getattr(self, name))
+        _require(
+            self.machines <= MAX_MACHINES,
+            f"SyntheticSpec.machines must be at most {MAX_MACHINES:,}, got {self.machines:,}",
+        )
+        _require(
+            self.expected_live_tasks <= MAX_LIVE_TASKS,
+            f"this workload would keep about {self.expected_live_tasks:,.0f} tasks live (load "
+            f"{self.load:g} x {self.live_tasks_per_machine:g} per machine x {self.machines:,} "
+            f"machines), past the limit of {MAX_LIVE_TASKS:,}: lower the load or the machines",
+        )
         _check_non_negative("SyntheticSpec.machine_failures_per_day", self.machine_failures_per_day)
         _require(len(self.platforms) > 0, "SyntheticSpec.platforms must not be empty")
         _require(len(self.job_classes) > 0, "SyntheticSpec.job_classes must not be empty")
