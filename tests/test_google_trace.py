@@ -479,7 +479,10 @@ def test_garbage_is_reported_never_crashes_and_strict_refuses_it(
     with tempfile.TemporaryDirectory() as directory:
         trace = write_trace(Path(directory), machine_rows, task_rows)
         reported: list[BadRow] = []
-        replay(trace, on_bad_row=reported.append)
+        try:
+            replay(trace, on_bad_row=reported.append)
+        except TraceError as error:  # a table of bad rows only: nothing of it to replay
+            assert "no row is usable" in str(error) and reported
         if reported:
             with pytest.raises(TraceError):
                 list(read_google_trace(trace, strict=True))
@@ -499,3 +502,20 @@ def test_a_part_file_that_is_not_text_is_named(tmp_path: Path, strict: bool) -> 
     (part.parent / "part-00000-of-00001.csv.gz").write_bytes(b"plain text, not gzip\n")
     with pytest.raises(TraceError, match=r"part-00000-of-00001\.csv\.gz: not gzipped UTF-8"):
         replay(trace, strict=strict)
+
+
+def test_a_table_whose_every_row_is_bad_is_refused_not_replayed_as_nothing(
+    tmp_path: Path,
+) -> None:
+    bad = ["garbage,row", "1,2,3"]
+    trace = write_trace(tmp_path / "a", bad, GOOD_TASKS)
+    with pytest.raises(TraceError, match=r"machine_events: no row is usable.*1: expected 6"):
+        replay(trace)
+    trace = write_trace(tmp_path / "b", GOOD_MACHINES, bad)
+    with pytest.raises(TraceError, match=r"task_events: no row is usable"):
+        replay(trace)
+    # One good row among the bad is a trace to replay, its bad rows reported.
+    reported: list[BadRow] = []
+    trace = write_trace(tmp_path / "c", [*bad, *GOOD_MACHINES], GOOD_TASKS)
+    replay(trace, on_bad_row=reported.append)
+    assert len(reported) == 2

@@ -367,3 +367,17 @@ def test_workloads_too_large_to_finish_are_refused_at_once(
     result = CliRunner().invoke(main, command)
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+def test_a_trace_table_with_no_usable_row_is_an_error(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    shutil.copytree(SAMPLE, trace)
+    for part in (trace / "machine_events").iterdir():
+        part.unlink()
+    (trace / "machine_events" / "part-00000-of-00001.csv").write_text("not,a,machine\n")
+    result = CliRunner().invoke(
+        main, ["simulate", "--trace", str(trace), "--out", str(tmp_path / "out"), "--quiet"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "machine_events: no row is usable" in result.output
+    assert "part-00000-of-00001.csv:1: expected 6 columns" in result.output

@@ -75,7 +75,8 @@ Bad rows (wrong column count, non-numeric or out-of-range fields, unknown event 
 earlier than the row before it in the same table, a REMOVE or UPDATE of a machine not in the
 cluster, an ADD of one already in it) are skipped and reported as `BadRow`s (file and line) to
 `on_bad_row`, or refused with a `TraceError` naming file:line when ``strict=True``. They are
-never used. The library prints nothing.
+never used. A table with bad rows and no good one is a `TraceError` either way: nothing of it
+would be replayed. The library prints nothing.
 
 Cost: task_events is read twice (runtimes need look-ahead: the first pass computes each kept
 task's runtime and end, the second streams the items), machine_events once, into memory (tens
@@ -399,8 +400,11 @@ def _read_table(
 ) -> Iterator[tuple[_Row, Path, int, str]]:
     """The good rows of one table in file order, with their file, line number and text, up to
     the first row later than `end` (the files are consecutive in time, so none after it is
-    earlier). A row earlier than the good row before it is bad."""
+    earlier). A row earlier than the good row before it is bad. A table with bad rows and no
+    good one is a TraceError: there is nothing of it to replay, which is no run to report."""
     last: Time = 0
+    first_bad: BadRow | None = None
+    any_good = False
     for path in files:
         for number, raw in enumerate(_lines(path), start=1):
             text = raw.rstrip("\r\n")
@@ -412,12 +416,20 @@ def _read_table(
                 if row.time < last:
                     raise _Bad(f"time {row.time} is earlier than the row before it ({last})")
             except _Bad as bad:
+                first_bad = first_bad or BadRow(str(path), number, str(bad), text)
                 problems.report(path, number, str(bad), text)
                 continue
+            any_good = True
             if row.time > end:
                 return
             last = row.time
             yield row, path, number, text
+    if first_bad is not None and not any_good:
+        raise TraceError(
+            f"{files[0].parent}: no row is usable, every one is bad; the first: {first_bad}",
+            first_bad.path,
+            first_bad.line,
+        )
 
 
 _PART = re.compile(r"part-\d+-of-\d+\.csv(\.gz)?")
