@@ -101,6 +101,8 @@ def test_raw_times_are_normalised_by_the_baseline(tmp_path: Path) -> None:
         ("latency_us,performance\n1\n", "line 2, column 2 \\(performance\\): missing"),
         ("latency_us,performance\n1,1\n2,1\n", "2 measurement\\(s\\)"),
         ("latency_us,performance,std\n1,1,0\n", "line 2, column 3 \\(std\\)"),
+        ("latency_us,performance,stdev\n1,1,1\n", "line 1: .*unknown \\['stdev'\\]"),
+        ("latency_us,performance,latency_us\n1,1,1\n", "line 1: .*a column named twice"),
     ],
 )
 def test_bad_measurement_files_name_the_line_and_column(
@@ -158,3 +160,12 @@ def test_the_trace_command_writes_a_trace_set(tmp_path: Path) -> None:
     traces = read_traces(out)
     assert traces.steps == 20
     assert [len(traces.names[t]) for t in ("rack", "pod", "cross-pod")] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("latencies", [[100.0] * 6, [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]])
+def test_too_few_distinct_latencies_are_no_fit(latencies: list[float]) -> None:
+    """A cubic through one to three latencies fits anything exactly (R^2 1): no model."""
+    x = np.asarray(latencies)
+    data = Measurements(x, np.linspace(1.0, 0.5, len(x)), None)
+    with pytest.raises(FitError, match=r"distinct latenc.*at least 4"):
+        fit_performance(data, name="flat")

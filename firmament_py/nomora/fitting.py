@@ -10,8 +10,10 @@ the threshold with the least (weighted) squared error wins. R^2 is that of the w
 model on every measurement. Latencies are scaled to milliseconds inside the fit so that the
 cubic's columns are of similar size; the coefficients come back per microsecond.
 
-Measurements are a CSV file with a header row naming at least `latency_us` and `performance`,
-and optionally `std` (the standard deviation of each measurement); other columns are ignored.
+Measurements are a CSV file with a header row naming the columns `latency_us` and
+`performance`, and optionally `std` (the standard deviation of each measurement); any other
+column is refused, so that a misspelt `std` is not silently left out. A fit needs at least four
+distinct latencies (a cubic is not determined by fewer).
 Performance is normalised (1 = the baseline) unless `normalise` asks to divide by the baseline,
 the mean performance at the smallest latency measured (for a metric where lower is better, such
 as a training time, `lower_is_better` divides the baseline by each value instead).
@@ -89,6 +91,13 @@ def read_measurements(
             f"{path}: line 1: the header must name the columns latency_us and performance "
             f"(and optionally std); missing {', '.join(missing)} in {header}"
         )
+    unknown = [name for name in header if name not in ("latency_us", "performance", "std")]
+    if unknown or len(columns) < len(header):
+        problem = f"unknown {unknown}" if unknown else "a column named twice"
+        raise FitError(
+            f"{path}: line 1: the columns are latency_us, performance and optionally std; "
+            f"{problem} in {header}"
+        )
     wanted = ["latency_us", "performance"] + (["std"] if "std" in columns else [])
     values: dict[str, list[float]] = {name: [] for name in wanted}
     for line, row in enumerate(rows[1:], start=2):
@@ -164,6 +173,12 @@ def fit_performance(
     largest measured latency, at least 1,000 µs as in the paper) is the range the policy's
     lookup table will cover. FitError if no threshold leaves enough points for the cubic."""
     x_us, y, sigma = measurements.latency_us, measurements.performance, measurements.std
+    distinct = len(np.unique(x_us))
+    if distinct < DEGREE + 1:
+        raise FitError(
+            f"the measurements have {distinct} distinct latenc{'y' if distinct == 1 else 'ies'}; "
+            f"a cubic in the latency needs at least {DEGREE + 1}"
+        )
     order = np.argsort(x_us, kind="stable")
     x_us, y = x_us[order], y[order]
     sigma = None if sigma is None else sigma[order]
