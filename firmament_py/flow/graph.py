@@ -113,38 +113,48 @@ def _grown(array: npt.NDArray[np.generic], size: int, fill: int | bool) -> npt.N
     return bigger
 
 
+_LinkArrays = tuple[Int64Array, ...]
+"""The arrays that hold each arc's ends and lists, for the kernels that link and unlink arcs:
+src, dst, out_first, out_next, out_prev, in_first, in_next, in_prev, out_deg, in_deg."""
+
+
 @kernel
-def _link_arcs(
-    ids: Int64Array,
-    src: Int64Array,
-    dst: Int64Array,
-    out_first: Int64Array,
-    out_next: Int64Array,
-    out_prev: Int64Array,
-    in_first: Int64Array,
-    in_next: Int64Array,
-    in_prev: Int64Array,
-    out_deg: Int64Array,
-    in_deg: Int64Array,
+def _push_front(
+    k: int, v: int, first: Int64Array, nxt: Int64Array, prv: Int64Array, degree: Int64Array
 ) -> None:  # pragma: no cover - compiled
+    """Put arc `k` at the head of node `v`'s list threaded through `first`, `nxt`, `prv`."""
+    h = first[v]
+    nxt[k] = h
+    prv[k] = -1
+    if h >= 0:
+        prv[h] = k
+    first[v] = k
+    degree[v] += 1
+
+
+@kernel
+def _take_out(
+    k: int, v: int, first: Int64Array, nxt: Int64Array, prv: Int64Array, degree: Int64Array
+) -> None:  # pragma: no cover - compiled
+    """Take arc `k` out of node `v`'s list threaded through `first`, `nxt`, `prv`."""
+    after, before = nxt[k], prv[k]
+    if before >= 0:
+        nxt[before] = after
+    else:
+        first[v] = after
+    if after >= 0:
+        prv[after] = before
+    degree[v] -= 1
+
+
+@kernel
+def _link_arcs(ids: Int64Array, arrays: _LinkArrays) -> None:  # pragma: no cover - compiled
+    """Put the arcs `ids` (ends set) at the heads of their lists, in order."""
+    src, dst, out_first, out_next, out_prev, in_first, in_next, in_prev, out_deg, in_deg = arrays
     for i in range(len(ids)):
         k = ids[i]
-        u = src[k]
-        v = dst[k]
-        h = out_first[u]
-        out_next[k] = h
-        out_prev[k] = -1
-        if h >= 0:
-            out_prev[h] = k
-        out_first[u] = k
-        out_deg[u] += 1
-        h = in_first[v]
-        in_next[k] = h
-        in_prev[k] = -1
-        if h >= 0:
-            in_prev[h] = k
-        in_first[v] = k
-        in_deg[v] += 1
+        _push_front(k, src[k], out_first, out_next, out_prev, out_deg)
+        _push_front(k, dst[k], in_first, in_next, in_prev, in_deg)
 
 
 @kernel
@@ -179,40 +189,14 @@ def _incident_arcs(
 
 @kernel
 def _unlink_arcs(
-    ids: Int64Array,
-    src: Int64Array,
-    dst: Int64Array,
-    out_first: Int64Array,
-    out_next: Int64Array,
-    out_prev: Int64Array,
-    in_first: Int64Array,
-    in_next: Int64Array,
-    in_prev: Int64Array,
-    out_deg: Int64Array,
-    in_deg: Int64Array,
-    arc_alive: npt.NDArray[np.bool_],
+    ids: Int64Array, arrays: _LinkArrays, arc_alive: npt.NDArray[np.bool_]
 ) -> None:  # pragma: no cover - compiled
     """Take the live arcs `ids` (each once) out of their lists and mark them dead."""
+    src, dst, out_first, out_next, out_prev, in_first, in_next, in_prev, out_deg, in_deg = arrays
     for i in range(len(ids)):
         k = ids[i]
-        nxt = out_next[k]
-        prv = out_prev[k]
-        if prv >= 0:
-            out_next[prv] = nxt
-        else:
-            out_first[src[k]] = nxt
-        if nxt >= 0:
-            out_prev[nxt] = prv
-        nxt = in_next[k]
-        prv = in_prev[k]
-        if prv >= 0:
-            in_next[prv] = nxt
-        else:
-            in_first[dst[k]] = nxt
-        if nxt >= 0:
-            in_prev[nxt] = prv
-        out_deg[src[k]] -= 1
-        in_deg[dst[k]] -= 1
+        _take_out(k, src[k], out_first, out_next, out_prev, out_deg)
+        _take_out(k, dst[k], in_first, in_next, in_prev, in_deg)
         arc_alive[k] = False
 
 
@@ -238,10 +222,12 @@ def _first_out_arcs(
     return arcs
 
 
-def _claim_free(free: list[int], alive: npt.NDArray[np.bool_], count: int) -> Int64Array:
-    """Up to `count` dead ids popped from the free list `free`, each once, in the order single
-    pops would take them (a free list can hold an id twice, or a live one, after ids were
-    claimed by number)."""
+def _claim_ids(
+    free: list[int], alive: npt.NDArray[np.bool_], count: int, top: int
+) -> tuple[Int64Array, int]:
+    """`count` unused ids and the new top: first dead ids popped from the free list `free`, each
+    once, in the order single pops would take them (a free list can hold an id twice, or a live
+    one, after ids were claimed by number), then ids from `top` up."""
     claimed = np.zeros(0, dtype=np.int64)
     while len(claimed) < count and free:
         take = min(len(free), count - len(claimed))
@@ -251,7 +237,8 @@ def _claim_free(free: list[int], alive: npt.NDArray[np.bool_], count: int) -> In
         _, first = np.unique(popped, return_index=True)
         popped = popped[np.sort(first)]
         claimed = np.concatenate([claimed, popped[~np.isin(popped, claimed)]])
-    return claimed
+    fresh = count - len(claimed)
+    return np.concatenate([claimed, np.arange(top, top + fresh, dtype=np.int64)]), top + fresh
 
 
 class FlowGraph:
@@ -804,14 +791,9 @@ class FlowGraph:
 
     def trusted_add_nodes(self, supplies: Int64Array, kinds: Int64Array) -> Int64Array:
         """`trusted_add_node(supply, kind)` for each pair at once; return the new ids."""
-        count = len(supplies)
-        claimed = _claim_free(self._free_nodes, self._node_alive, count)
-        top = self._node_top
-        ids = np.empty(count, dtype=np.int64)
-        ids[: len(claimed)] = claimed
-        ids[len(claimed) :] = np.arange(top, top + count - len(claimed), dtype=np.int64)
-        self._ensure_nodes(top + count - len(claimed))
-        self._node_top = top + count - len(claimed)
+        ids, top = _claim_ids(self._free_nodes, self._node_alive, len(supplies), self._node_top)
+        self._ensure_nodes(top)
+        self._node_top = top
         self._place_nodes(ids, supplies, kinds)
         return ids
 
@@ -846,18 +828,13 @@ class FlowGraph:
         kind: Int64Array,
     ) -> Int64Array:
         """`trusted_add_arc` for each arc at once (arrays of one length); return the new ids."""
-        count = len(src)
         loops = np.flatnonzero(src == dst)
         if len(loops):
             v = int(src[loops[0]])
             raise FlowGraphError(f"self-loop on node {v}: arcs must join two distinct nodes")
-        claimed = _claim_free(self._free_arcs, self._arc_alive, count)
-        top = self._arc_top
-        ids = np.empty(count, dtype=np.int64)
-        ids[: len(claimed)] = claimed
-        ids[len(claimed) :] = np.arange(top, top + count - len(claimed), dtype=np.int64)
-        self._ensure_arcs(top + count - len(claimed))
-        self._arc_top = top + count - len(claimed)
+        ids, top = _claim_ids(self._free_arcs, self._arc_alive, len(src), self._arc_top)
+        self._ensure_arcs(top)
+        self._arc_top = top
         self._place_arcs(ids, src, dst, lower, capacity, cost, kind)
         return ids
 
@@ -1204,8 +1181,13 @@ class FlowGraph:
         self._cap[ids] = capacity
         self._cost[ids] = cost
         self._arc_kind[ids] = kind
-        _link_arcs(
-            ids,
+        _link_arcs(ids, self._link_arrays())
+        self._num_arcs += len(ids)
+        self._raw_changes += len(ids)
+
+    def _link_arrays(self) -> _LinkArrays:
+        """The arrays `_link_arcs` and `_unlink_arcs` work on (see `_LinkArrays`)."""
+        return (
             self._src,
             self._dst,
             self._out_first,
@@ -1217,28 +1199,13 @@ class FlowGraph:
             self._out_deg,
             self._in_deg,
         )
-        self._num_arcs += len(ids)
-        self._raw_changes += len(ids)
 
     def _unlink(self, ids: Int64Array) -> None:
         """`_remove_arc` for each of the distinct live arcs `ids` at once."""
         if not len(ids):
             return
         self._touch_arcs(ids)
-        _unlink_arcs(
-            ids,
-            self._src,
-            self._dst,
-            self._out_first,
-            self._out_next,
-            self._out_prev,
-            self._in_first,
-            self._in_next,
-            self._in_prev,
-            self._out_deg,
-            self._in_deg,
-            self._arc_alive,
-        )
+        _unlink_arcs(ids, self._link_arrays(), self._arc_alive)
         self._free_arcs.extend(ids.tolist())
         self._num_arcs -= len(ids)
 
