@@ -4,6 +4,7 @@ measurements, and the `nomora` command group."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -102,7 +103,7 @@ def test_raw_times_are_normalised_by_the_baseline(tmp_path: Path) -> None:
         ("latency_us,performance\n1,1\n2,1\n", "2 measurement\\(s\\)"),
         ("latency_us,performance,std\n1,1,0\n", "line 2, column 3 \\(std\\)"),
         ("latency_us,performance,stdev\n1,1,1\n", "line 1: .*unknown \\['stdev'\\]"),
-        ("latency_us,performance,latency_us\n1,1,1\n", "line 1: .*a column named twice"),
+        ("latency_us,performance,latency_us\n1,1,1\n", "line 1: .*\\['latency_us'\\] named twice"),
     ],
 )
 def test_bad_measurement_files_name_the_line_and_column(
@@ -169,3 +170,22 @@ def test_too_few_distinct_latencies_are_no_fit(latencies: list[float]) -> None:
     data = Measurements(x, np.linspace(1.0, 0.5, len(x)), None)
     with pytest.raises(FitError, match=r"distinct latenc.*at least 4"):
         fit_performance(data, name="flat")
+
+
+def test_a_header_with_a_trailing_comma_reads_as_without(tmp_path: Path) -> None:
+    path = tmp_path / "export.csv"
+    rows = "".join(f"{latency},{1.0 - latency / 1000},\n" for latency in (0, 100, 200, 300, 400))
+    path.write_text("latency_us,performance,\n" + rows, encoding="utf-8")
+    assert read_measurements(path).latency_us.tolist() == [0, 100, 200, 300, 400]
+
+
+def test_thresholds_that_leave_fewer_than_four_latencies_are_not_tried() -> None:
+    """Seven points at five latencies: a threshold past the second would leave a cubic three
+    latencies, which it fits exactly whatever they are; no such threshold may win, and numpy's
+    poorly-conditioned warning must not reach the user."""
+    x = np.array([0.0, 100, 200, 300, 400, 400, 400])
+    y = np.array([1.0, 1.0, 0.9, 0.7, 0.2, 0.25, 0.3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = fit_performance(Measurements(x, y, None), name="few")
+    assert result.function.threshold_us <= 100

@@ -677,3 +677,20 @@ def test_a_value_msgpack_cannot_hold_is_refused_before_sending() -> None:
         encode_request("r", "task_submitted", {"task_id": 1, "job_id": "j", "priority": 2**80})
     with pytest.raises(ValueError, match="cannot be sent"):
         encode_request("r", "task_submitted", {"task_id": object()})
+
+
+def test_a_request_digest_is_the_same_before_and_after_the_journal() -> None:
+    """In-process callers may pass any mapping as a body; its record is a dict, and msgpack
+    brings it back as one: the retry after a restart is still the same request."""
+    import types
+
+    body = types.MappingProxyType({"machines": [{**MACHINE, "labels": {"zone": "a"}}]})
+    add = Request("add", "node_added", body)
+    service = ServiceState()
+    _, record = service.apply_request(add, 1)
+    journaled = msgpack.unpackb(msgpack.packb(record, use_bin_type=True), raw=False)
+    restarted = ServiceState()
+    restarted.replay([journaled])
+    for state in (service, restarted):
+        reply, _ = state.apply_request(add, 2)
+        assert reply.reason == "already applied"

@@ -708,13 +708,15 @@ class FlowGraph:
     #
     # The same operations without checking their arguments, for an owner that got every id it
     # passes from this graph and every value from code that already applied the limits (the
-    # scheduler's graph manager: its node ids come from `trusted_add_node` and leave its maps
-    # exactly when it removes them, its arc ids from `trusted_out_arcs` of a live node, and its
-    # values from `ArcDescriptor`s, checked against the same limits by the policy manager). The
-    # invariant: a node id is live, an arc id is live, 0 <= lower <= capacity <= MAX_CAPACITY,
-    # |cost| <= MAX_COST, 0 <= kind <= MAX_ARC_KIND, all plain ints. Anything else corrupts the
-    # graph silently; the public methods check all of it and then call these, so both paths
-    # make the same graph and the same change log.
+    # scheduler's graph manager: its node ids come from `trusted_add_node(s)` and leave its
+    # maps exactly when it removes them, its arc ids from `trusted_out_arcs` or
+    # `trusted_find_out_arcs` of live nodes, and its values from `ArcDescriptor`s, checked
+    # against the same limits by the policy manager; it makes most edits with the bulk calls
+    # below). The invariant: a node id is live, an arc id is live, 0 <= lower <= capacity <=
+    # MAX_CAPACITY, |cost| <= MAX_COST, 0 <= kind <= MAX_ARC_KIND, all plain ints (int64 arrays
+    # for the bulk calls, ids distinct). Anything else corrupts the graph silently; the public
+    # methods check all of it and then call these, so both paths make the same graph and the
+    # same change log.
 
     def trusted_add_node(self, supply: int, kind: NodeKind) -> int:
         """`add_node(supply, kind)` without checks: |supply| <= MAX_CAPACITY."""

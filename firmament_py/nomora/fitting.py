@@ -84,16 +84,19 @@ def read_measurements(
     if not rows:
         raise FitError(f"{path}: the file is empty; expected a header row then measurements")
     header = [name.strip() for name in rows[0]]
-    columns = {name: index for index, name in enumerate(header)}
+    # Columns without a name (a spreadsheet's trailing comma) are no columns.
+    columns = {name: index for index, name in enumerate(header) if name}
     missing = [name for name in ("latency_us", "performance") if name not in columns]
     if missing:
         raise FitError(
             f"{path}: line 1: the header must name the columns latency_us and performance "
             f"(and optionally std); missing {', '.join(missing)} in {header}"
         )
-    unknown = [name for name in header if name not in ("latency_us", "performance", "std")]
-    if unknown or len(columns) < len(header):
-        problem = f"unknown {unknown}" if unknown else "a column named twice"
+    named = [name for name in header if name]
+    unknown = [name for name in named if name not in ("latency_us", "performance", "std")]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if unknown or twice:
+        problem = f"unknown {unknown}" if unknown else f"{twice} named twice"
         raise FitError(
             f"{path}: line 1: the columns are latency_us, performance and optionally std; "
             f"{problem} in {header}"
@@ -152,9 +155,11 @@ def _fit_cubic(
     """Coefficients (in milliseconds) of the least-squares cubic through (x, y), by curve_fit."""
     from scipy.optimize import curve_fit  # type: ignore[import-untyped, unused-ignore]
 
-    start = np.polynomial.polynomial.polyfit(x, y, DEGREE, w=None if sigma is None else 1 / sigma)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # an exact fit has no covariance to estimate
+        # An exact fit has no covariance to estimate, and a close one a poorly conditioned start.
+        warnings.simplefilter("ignore")
+        weights = None if sigma is None else 1 / sigma
+        start = np.polynomial.polynomial.polyfit(x, y, DEGREE, w=weights)
         try:
             fitted: Any = curve_fit(_cubic, x, y, p0=start, sigma=sigma, maxfev=10_000)
         except (RuntimeError, ValueError):
@@ -188,7 +193,7 @@ def fit_performance(
     best: tuple[float, float, FloatArray] | None = None
     for threshold in candidates:
         beyond = x_us >= threshold
-        if int(beyond.sum()) < DEGREE + 1:
+        if len(np.unique(x_us[beyond])) < DEGREE + 1:  # a cubic needs four distinct latencies
             continue
         coefficients = _fit_cubic(x[beyond], y[beyond], None if sigma is None else sigma[beyond])
         if coefficients is None:

@@ -80,15 +80,26 @@ def _digest(kind: str, body: Mapping[str, Any]) -> int:
     type and body as the protocol checked them or a record holds them. For a task submitted
     with nothing but its job, or a task removed (`protocol.is_plain`: most of the traffic), it
     is the task id, negated for a removal: cheap (`ServiceState._apply` inlines it), and enough
-    to tell another task's request apart, though not the same task under another job."""
+    to tell another task's request apart, though not the same task under another job. Any
+    other request's is a CRC of its canonical JSON, plus 2^64 to keep it apart from those."""
     task_id = body.get("task_id")
     if type(task_id) is int and len(body) <= 2:
         if kind == "task_submitted" and len(body) == 2 and "job_id" in body:
             return task_id
         if kind == "task_removed" and len(body) == 1:
             return -1 - task_id
-    text = json.dumps([kind, body], sort_keys=True, separators=(",", ":"), default=repr)
-    return zlib.crc32(text.encode())
+    text = json.dumps([kind, body], sort_keys=True, separators=(",", ":"), default=_json_value)
+    return (1 << 64) + zlib.crc32(text.encode())
+
+
+def _json_value(value: object) -> object:
+    """What JSON has no type for, as what a journal round trip makes of it (msgpack writes
+    every mapping as a map, and bytes stay bytes): the same digest before and after."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, bytes | bytearray):
+        return {"bytes": bytes(value).hex()}
+    raise TypeError(f"a request body cannot hold {type(value).__name__} values")
 
 
 _OK, _INVALID = Status.OK.value, Status.INVALID.value
