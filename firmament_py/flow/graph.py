@@ -119,42 +119,29 @@ src, dst, out_first, out_next, out_prev, in_first, in_next, in_prev, out_deg, in
 
 
 @kernel
-def _push_front(
-    k: int, v: int, first: Int64Array, nxt: Int64Array, prv: Int64Array, degree: Int64Array
-) -> None:  # pragma: no cover - compiled
-    """Put arc `k` at the head of node `v`'s list threaded through `first`, `nxt`, `prv`."""
-    h = first[v]
-    nxt[k] = h
-    prv[k] = -1
-    if h >= 0:
-        prv[h] = k
-    first[v] = k
-    degree[v] += 1
-
-
-@kernel
-def _take_out(
-    k: int, v: int, first: Int64Array, nxt: Int64Array, prv: Int64Array, degree: Int64Array
-) -> None:  # pragma: no cover - compiled
-    """Take arc `k` out of node `v`'s list threaded through `first`, `nxt`, `prv`."""
-    after, before = nxt[k], prv[k]
-    if before >= 0:
-        nxt[before] = after
-    else:
-        first[v] = after
-    if after >= 0:
-        prv[after] = before
-    degree[v] -= 1
-
-
-@kernel
 def _link_arcs(ids: Int64Array, arrays: _LinkArrays) -> None:  # pragma: no cover - compiled
-    """Put the arcs `ids` (ends set) at the heads of their lists, in order."""
+    """Put the arcs `ids` (ends set) at the heads of their lists, in order. The out-list and
+    in-list steps are written out: a kernel call for each made linking a million arcs about 40%
+    slower."""
     src, dst, out_first, out_next, out_prev, in_first, in_next, in_prev, out_deg, in_deg = arrays
     for i in range(len(ids)):
         k = ids[i]
-        _push_front(k, src[k], out_first, out_next, out_prev, out_deg)
-        _push_front(k, dst[k], in_first, in_next, in_prev, in_deg)
+        u = src[k]
+        v = dst[k]
+        h = out_first[u]
+        out_next[k] = h
+        out_prev[k] = -1
+        if h >= 0:
+            out_prev[h] = k
+        out_first[u] = k
+        out_deg[u] += 1
+        h = in_first[v]
+        in_next[k] = h
+        in_prev[k] = -1
+        if h >= 0:
+            in_prev[h] = k
+        in_first[v] = k
+        in_deg[v] += 1
 
 
 @kernel
@@ -195,8 +182,22 @@ def _unlink_arcs(
     src, dst, out_first, out_next, out_prev, in_first, in_next, in_prev, out_deg, in_deg = arrays
     for i in range(len(ids)):
         k = ids[i]
-        _take_out(k, src[k], out_first, out_next, out_prev, out_deg)
-        _take_out(k, dst[k], in_first, in_next, in_prev, in_deg)
+        after, before = out_next[k], out_prev[k]
+        if before >= 0:
+            out_next[before] = after
+        else:
+            out_first[src[k]] = after
+        if after >= 0:
+            out_prev[after] = before
+        after, before = in_next[k], in_prev[k]
+        if before >= 0:
+            in_next[before] = after
+        else:
+            in_first[dst[k]] = after
+        if after >= 0:
+            in_prev[after] = before
+        out_deg[src[k]] -= 1
+        in_deg[dst[k]] -= 1
         arc_alive[k] = False
 
 
