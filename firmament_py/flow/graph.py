@@ -178,7 +178,8 @@ def _incident_arcs(
 def _unlink_arcs(
     ids: Int64Array, arrays: _LinkArrays, arc_alive: npt.NDArray[np.bool_]
 ) -> None:  # pragma: no cover - compiled
-    """Take the live arcs `ids` (each once) out of their lists and mark them dead."""
+    """Take the live arcs `ids` (each once) out of their lists and mark them dead (the two
+    lists written out, as in `_link_arcs`)."""
     src, dst, out_first, out_next, out_prev, in_first, in_next, in_prev, out_deg, in_deg = arrays
     for i in range(len(ids)):
         k = ids[i]
