@@ -518,8 +518,13 @@ def test_one_journal_one_daemon_and_a_taken_port_is_an_error(tmp_path: Path) -> 
             SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
         with pytest.raises(DaemonError, match="cannot bind"):
             SchedulingDaemon(DaemonConfig(bind=served.endpoint, journal=tmp_path / "other"))
+        assert not (tmp_path / "other").exists()  # the failed start left no empty journal
+        (tmp_path / "kept").mkdir()
+        with pytest.raises(DaemonError, match="cannot bind"):
+            SchedulingDaemon(DaemonConfig(bind=served.endpoint, journal=tmp_path / "kept"))
+        assert (tmp_path / "kept").is_dir()  # one that was there before stays
         # The failed daemon released its journal: another can open it.
-        SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "other")).close()
+        SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "kept")).close()
     finally:
         served.stop()
 

@@ -120,3 +120,15 @@ def test_bad_input_is_refused_with_the_element_named(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "no network machine, and arc x -> y carries data 1" in result.output
+
+
+def test_an_unwritable_json_path_is_refused_before_scheduling(tmp_path: Path) -> None:
+    runner = CliRunner()
+    path = tmp_path / "mr.json"
+    generate = ["generate", "one-stage-mapreduce", "--tasks", "8", "-m", "2", "-o", str(path)]
+    assert runner.invoke(workflow, generate).exit_code == 0
+    out = tmp_path / "missing" / "schedules.json"
+    result = runner.invoke(workflow, ["schedule", str(path), "--json", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "cannot write" in result.output and "its folder does not exist" in result.output
+    assert "makespan" not in result.output  # refused before any schedule was made

@@ -227,6 +227,9 @@ class SchedulingDaemon:
         if config.publish is not None and not is_loopback(config.publish) and not config.curve:
             raise DaemonError(f"publishing on {config.publish} needs CURVE keys too")
         self.config = config
+        # A start that fails after this point removes a journal directory it made itself (it
+        # holds nothing acknowledged), rather than leave an empty one behind.
+        journal_is_new = not Path(config.journal).exists()
         try:
             self.journal = Journal(config.journal, fsync=config.fsync)
         except OSError as error:  # cannot be made: a file there, no permission, ...
@@ -275,6 +278,8 @@ class SchedulingDaemon:
             self._context.destroy(linger=0)
             self._remove_worker_dir()
             self.journal.close()
+            if journal_is_new:
+                shutil.rmtree(config.journal, ignore_errors=True)
             raise
 
     def _open_sockets(self) -> None:

@@ -14,6 +14,7 @@ algorithm; `--json` writes the schedules. The platform comes from the file's `pl
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,21 @@ def _platform(machines: int, network: str, capacity: float, channels: int) -> Pl
     if network == NetworkKind.LINKS:
         return Platform.links(machines, capacity=capacity)
     return Platform.shared(machines, channels=channels, capacity=capacity)
+
+
+def _check_writable(path: Path) -> None:
+    """BadParameter unless `path` can be written: its folder exists and takes new files, or it
+    is a file there that can be overwritten."""
+    folder = path.parent
+    if not folder.is_dir():
+        problem = "its folder does not exist"
+    elif path.exists() and not os.access(path, os.W_OK):
+        problem = "it cannot be overwritten"
+    elif not path.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        problem = "its folder takes no new files"
+    else:
+        return
+    raise click.BadParameter(f"cannot write {path}: {problem}", param_hint="--json")
 
 
 @workflow.command()
@@ -86,6 +102,8 @@ def schedule(
 ) -> None:
     """Schedule the workflow FILE (JSON, or YAML with .yaml/.yml) and print a summary."""
     console = Console()
+    if json_out is not None:
+        _check_writable(json_out)  # now, not after the scheduling
     try:
         work, platform = read_workflow(file)
         if machines is not None:
