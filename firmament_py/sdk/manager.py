@@ -50,6 +50,7 @@ __all__ = [
     "UnknownPolicyError",
     "available_policies",
     "load_policy",
+    "unknown_policy",
 ]
 
 POLICY_ENTRY_POINT_GROUP = "firmament_py.policies"
@@ -109,6 +110,15 @@ def _policy_entry_points() -> dict[str, list[importlib.metadata.EntryPoint]]:
 def available_policies() -> list[str]:
     """The names of the installed policies, sorted."""
     return sorted(_policy_entry_points())
+
+
+def unknown_policy(name: str) -> str | None:
+    """Why `name` is no installed policy ("unknown policy ...; installed: ..."), None if it is
+    one: what a command or the daemon says of a name it checks before anything loads it."""
+    installed = available_policies()
+    if name in installed:
+        return None
+    return f"unknown policy {name!r}; installed: {', '.join(installed) or 'none'}"
 
 
 def load_policy(name: str) -> PolicyManager:

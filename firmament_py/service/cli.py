@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from firmament_py.sdk import available_policies
+from firmament_py.sdk.manager import unknown_policy
 from firmament_py.service.daemon import DaemonConfig, DaemonError, SchedulingDaemon
 from firmament_py.service.journal import FSYNC_POLICIES, JournalError
 from firmament_py.service.keys import (
@@ -94,11 +94,8 @@ def serve(
         level=logging.INFO if verbose else logging.WARNING,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
     )
-    if policy not in available_policies():
-        raise click.BadParameter(
-            f"unknown policy {policy!r}; installed: {', '.join(sorted(available_policies()))}",
-            param_hint="--policy",
-        )
+    if (problem := unknown_policy(policy)) is not None:
+        raise click.BadParameter(problem, param_hint="--policy")
     try:
         curve = CurveServerKeys.load(curve_keys) if curve_keys is not None else None
         config = DaemonConfig(

@@ -60,7 +60,7 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.flow.placement import DeltaKind, delta_problem
-from firmament_py.sdk import available_policies
+from firmament_py.sdk.manager import unknown_policy
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
@@ -212,9 +212,8 @@ class SchedulingDaemon:
                 )
         # The scheduling process builds the policy and the solver: one it cannot build would
         # exit at start, again and again, and never schedule.
-        if config.policy not in available_policies():
-            known = ", ".join(sorted(available_policies()))
-            raise DaemonError(f"unknown policy {config.policy!r}; installed: {known}")
+        if (problem := unknown_policy(config.policy)) is not None:
+            raise DaemonError(problem)
         try:
             solver_factory(config.solver, **config.solver_options)
         except ValueError as error:

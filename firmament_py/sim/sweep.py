@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from firmament_py.collector import settled
-from firmament_py.sdk import available_policies
+from firmament_py.sdk.manager import unknown_policy
 from firmament_py.sim.report import Percentiles, RunSummary, format_duration, summarize
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting
@@ -354,12 +354,9 @@ class SweepSpec:
 
         The check is local: a remote cluster's workers must have the same policies installed.
         """
-        installed = available_policies()
         for policy in self.policies:
-            if policy not in installed:
-                raise ValueError(
-                    f"unknown policy {policy!r}; installed: {', '.join(installed) or 'none'}"
-                )
+            if (problem := unknown_policy(policy)) is not None:
+                raise ValueError(problem)
         known = solver_names()
         for solver in self.solvers:
             if solver not in known and ":" not in solver:

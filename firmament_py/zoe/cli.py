@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from firmament_py.cli_params import FiniteFloatRange
-from firmament_py.sdk import available_policies
+from firmament_py.sdk.manager import unknown_policy
 from firmament_py.zoe.application import ApplicationError, applications_from_json
 from firmament_py.zoe.capacity import ClusterCapacity
 from firmament_py.zoe.simulator import SCHEDULER_NAMES, Placement, ZoeResult, ZoeSimulator
@@ -127,11 +127,8 @@ def simulate(
         raise click.BadParameter(
             "a policy places with --placement flow only", param_hint="--policy"
         )
-    if placement == "flow" and policy not in available_policies():
-        known = ", ".join(sorted(available_policies()))
-        raise click.BadParameter(
-            f"unknown policy {policy!r}; installed: {known}", param_hint="--policy"
-        )
+    if placement == "flow" and (problem := unknown_policy(policy)) is not None:
+        raise click.BadParameter(problem, param_hint="--policy")
     try:
         sort_policy = load_sorting(sorting)
     except SortingError as error:
