@@ -576,6 +576,39 @@ def test_a_scheduling_process_that_dies_before_connecting_does_not_hang_the_daem
         assert sorted(d.task for d in placed.deltas) == [1, 2]
 
 
+@pytest.mark.parametrize("worker", ["import time; time.sleep(60)", "raise SystemExit(3)"])
+def test_a_daemon_waiting_for_its_scheduling_process_does_not_spin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, worker: str
+) -> None:
+    """While no scheduling process has said hello (one still starting, or none between
+    restarts) no round can start: the loop waits in its poll, not in a turn a microsecond
+    (it used to turn tens of thousands of times a second, a core's worth, until the hello)."""
+    monkeypatch.setattr(
+        SchedulingDaemon, "_worker_command", lambda self: [sys.executable, "-c", worker]
+    )
+    turns = 0
+    serve_once = SchedulingDaemon.serve_once
+
+    def counted(self: SchedulingDaemon, timeout_ms: int = 0) -> None:
+        nonlocal turns
+        turns += 1
+        serve_once(self, timeout_ms)
+
+    monkeypatch.setattr(SchedulingDaemon, "serve_once", counted)
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", auto_schedule_ms=10)
+    served = Running(config)
+    try:
+        with Client(served.endpoint, timeout=20) as client:
+            client.add_machines(machines(1))
+            client.submit_task(1, "j")
+            turns = 0
+            time.sleep(1.5)
+            assert client.status()["tasks"] == 1  # serving all along
+    finally:
+        served.stop()
+    assert turns < 100
+
+
 def test_a_removed_socket_file_is_made_again_for_the_next_scheduling_process(
     running: Running,
 ) -> None:

@@ -438,6 +438,12 @@ class SchedulingDaemon:
             return 0  # decisions to apply: only look for requests in between
         if self.journal.snapshot_in_progress:
             return 10  # to reap the snapshot's child soon
+        if not self._worker_ready:
+            # No round can start: its hello wakes the poll; only a restart has a time to keep.
+            if self._process is None:
+                wait = self._worker_started + _RESTART_INTERVAL_S - time.monotonic()
+                return max(0, min(100, int(wait * 1000) + 1))
+            return 100
         interval = self.config.auto_schedule_ms
         if interval is None or self._round is not None:
             return 100
