@@ -14,7 +14,7 @@ from firmament_py.zoe.application import (
     application_from_mapping,
     applications_from_json,
 )
-from firmament_py.zoe.capacity import GIB, ClusterCapacity, Demand
+from firmament_py.zoe.capacity import GIB, MAX_MACHINES, ClusterCapacity, Demand
 from firmament_py.zoe.hookspecs import hookimpl
 from firmament_py.zoe.simulator import ZoeSimulator
 from firmament_py.zoe.sorting import (
@@ -24,6 +24,7 @@ from firmament_py.zoe.sorting import (
     application_size,
     load_sorting,
 )
+from firmament_py.zoe.workload import MAX_APPLICATIONS, WorkloadSpec
 
 UNIT = Demand(1000, GIB)
 CORE = ComponentClass.CORE
@@ -187,3 +188,14 @@ def test_bad_descriptions_name_the_field(data: dict[str, object], message: str) 
 def test_duplicate_ids_are_refused() -> None:
     with pytest.raises(ApplicationError, match="'spark': id is a duplicate"):
         applications_from_json([description(), description()])
+
+
+def test_sizes_that_would_exhaust_memory_are_refused_by_the_library_too() -> None:
+    """The CLI's limits hold for callers of the library: a typo is an error, not a run until
+    memory runs out."""
+    with pytest.raises(ValueError, match=r"at most 1,000,000 machines, got 100,000,000,000"):
+        ClusterCapacity.uniform(10**11, 32, 128)
+    with pytest.raises(ValueError, match=r"applications must be at most 1,000,000"):
+        WorkloadSpec(applications=10**11)
+    assert len(ClusterCapacity.uniform(MAX_MACHINES, 1, 1).machines) == MAX_MACHINES
+    assert WorkloadSpec(applications=MAX_APPLICATIONS).applications == MAX_APPLICATIONS

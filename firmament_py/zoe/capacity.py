@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["GIB", "ClusterCapacity", "Demand"]
+__all__ = ["GIB", "MAX_MACHINES", "ClusterCapacity", "Demand"]
 
 GIB = 1 << 30
+MAX_MACHINES = 1_000_000
+"""The most machines `ClusterCapacity.uniform` makes: past it a typo runs until memory runs out."""
 """Bytes in a GiB."""
 
 
@@ -77,6 +79,8 @@ class ClusterCapacity:
         """`machines` identical machines of `cores` cores and `ram_gib` GiB each."""
         if machines <= 0:
             raise ValueError(f"a cluster needs at least one machine, got {machines}")
+        if machines > MAX_MACHINES:
+            raise ValueError(f"at most {MAX_MACHINES:,} machines, got {machines:,}")
         one = Demand(round(cores * 1000), round(ram_gib * GIB))
         return cls(tuple(one for _ in range(machines)))
 

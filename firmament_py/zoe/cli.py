@@ -24,10 +24,10 @@ from rich.table import Table
 from firmament_py.cli_params import FiniteFloatRange
 from firmament_py.sdk.manager import unknown_policy
 from firmament_py.zoe.application import ApplicationError, applications_from_json
-from firmament_py.zoe.capacity import ClusterCapacity
+from firmament_py.zoe.capacity import MAX_MACHINES, ClusterCapacity
 from firmament_py.zoe.simulator import SCHEDULER_NAMES, Placement, ZoeResult, ZoeSimulator
 from firmament_py.zoe.sorting import SortingError, load_sorting, sorting_names
-from firmament_py.zoe.workload import CATEGORIES, WorkloadSpec, generate
+from firmament_py.zoe.workload import CATEGORIES, MAX_APPLICATIONS, WorkloadSpec, generate
 
 __all__ = ["summary_table", "zoe"]
 
@@ -87,10 +87,10 @@ def summary_table(result: ZoeResult) -> Table:
 @click.option("--scheduler", type=click.Choice(SCHEDULER_NAMES), default="flexible")
 @click.option("--sort", "sorting", default="fifo", show_default=True, help="A sorting policy.")
 @click.option("--preemptive", is_flag=True, help="Algorithm 2 (flexible scheduler only).")
-@click.option("--apps", type=click.IntRange(1, 1_000_000), default=1000, show_default=True)
+@click.option("--apps", type=click.IntRange(1, MAX_APPLICATIONS), default=1000, show_default=True)
 @click.option("--load", type=FiniteFloatRange(min=0, min_open=True), default=1.2, show_default=True)
 @click.option("--seed", type=click.IntRange(0), default=0, show_default=True)
-@click.option("--machines", type=click.IntRange(1, 1_000_000), default=100, show_default=True)
+@click.option("--machines", type=click.IntRange(1, MAX_MACHINES), default=100, show_default=True)
 @click.option("--cores", type=FiniteFloatRange(min=0, min_open=True), default=32.0)
 @click.option("--ram-gib", type=FiniteFloatRange(min=0, min_open=True), default=128.0)
 @click.option("--batch-only", is_flag=True, help="No interactive applications (section 4.2).")

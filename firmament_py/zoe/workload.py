@@ -36,7 +36,15 @@ import numpy as np
 from firmament_py.zoe.application import Application, Component, ComponentClass
 from firmament_py.zoe.capacity import GIB, ClusterCapacity, Demand
 
-__all__ = ["BATCH_ELASTIC", "BATCH_RIGID", "CATEGORIES", "INTERACTIVE", "WorkloadSpec", "generate"]
+__all__ = [
+    "BATCH_ELASTIC",
+    "BATCH_RIGID",
+    "CATEGORIES",
+    "INTERACTIVE",
+    "MAX_APPLICATIONS",
+    "WorkloadSpec",
+    "generate",
+]
 
 BATCH_ELASTIC = "B-E"
 BATCH_RIGID = "B-R"
@@ -44,6 +52,8 @@ INTERACTIVE = "Int"
 CATEGORIES = (BATCH_ELASTIC, BATCH_RIGID, INTERACTIVE)
 
 MIB = 1 << 20
+MAX_APPLICATIONS = 1_000_000
+"""The most applications a `WorkloadSpec` asks for: past it a typo runs until memory runs out."""
 _COORDINATOR = Demand(500, GIB)
 
 
@@ -60,6 +70,10 @@ class WorkloadSpec:
     def __post_init__(self) -> None:
         if self.applications <= 0:
             raise ValueError(f"applications must be positive, got {self.applications}")
+        if self.applications > MAX_APPLICATIONS:
+            raise ValueError(
+                f"applications must be at most {MAX_APPLICATIONS:,}, got {self.applications:,}"
+            )
         if not self.load > 0 or not math.isfinite(self.load):
             raise ValueError(f"load must be a positive number, got {self.load}")
         for name in ("interactive_fraction", "rigid_fraction_of_batch", "burst_fraction"):
