@@ -857,7 +857,10 @@ def test_requests_right_after_the_scheduling_process_dies_are_answered(
             assert client.status()["tasks"] == 5
             assert stand_in.wait(10) != 0  # ended by the daemon: not connected
             placed = client.schedule()  # a new scheduling process, sent the state with all five
-            assert sorted(d.task for d in placed.deltas) == [0, 1]  # one machine, two slots
+            # One machine, two slots: two of the five, whichever ties the solver breaks for.
+            placed_ids = {d.task for d in placed.deltas}
+            assert len(placed_ids) == 2 and placed_ids <= set(range(5))
+            assert client.status()["waiting"] == 3
         finally:
             stand_in.kill()
             stand_in.wait()
