@@ -193,3 +193,20 @@ def test_scheduling_graphs_are_proved_optimal_phases_early() -> None:
     assert results[True].stats["certified_early"] == 1
     assert results[True].stats["phases"] < results[False].stats["phases"]
     assert results[False].stats["certified_early"] == 0
+
+
+def test_warm_rounds_after_an_early_certificate_stay_optimal() -> None:
+    """After a proof the prices are exact: the next batch skips the price refine before it, and
+    the potentials are read without one; both must still certify."""
+    cluster = ClusterGraph(ClusterSpec(machines=60, running=0.9, waiting=200, seed=5))
+    solver = CostScalingSolver()
+    result = solver.solve_graph(cluster.graph)
+    certified = int(result.stats["certified_early"])
+    for _ in range(4):
+        cluster.observe(result.flow)
+        cluster.next_round(0.05)
+        result = solver.solve_graph(cluster.graph)
+        verify(cluster.graph, result)
+        assert result.cost == ortools_cost(cluster.graph)
+        certified += int(result.stats["certified_early"])
+    assert certified >= 3

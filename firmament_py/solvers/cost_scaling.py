@@ -635,6 +635,9 @@ class CostScalingSolver(FlowSolver):
         self._work: list[Int64Array] = []
         self._exact: Int64Array = np.zeros(0, dtype=np.int64)
         self._exact_valid = False
+        # The prices are `scale` times integer potentials that certify the flow (an early
+        # certificate): no price refine is needed to read or keep them.
+        self._scaled_exact = False
         self._max_change = 0  # largest cost change in the batches since the last solve
 
     # ------------------------------------------------------------------ hooks
@@ -643,6 +646,7 @@ class CostScalingSolver(FlowSolver):
         self._fresh = True
         self._zero = True
         self._exact_valid = False
+        self._scaled_exact = False
 
     def _before_changes(self, changes: ChangeBatch) -> None:
         self._exact_valid = False
@@ -650,10 +654,11 @@ class CostScalingSolver(FlowSolver):
         if not self.incremental:
             self._fresh = True
             return
-        if self.price_refine and not self._fresh:
+        if self.price_refine and not self._fresh and not self._scaled_exact:
             # Price refine on the previous optimum: bring prices to an exact certificate
             # (scaled reduced costs >= 0), so only arcs the batch touches can violate it.
             kernels.price_refine(self.network.arrays, self._scale, 0, 8 * self._slots())
+        self._scaled_exact = False
 
     def _adopt_potentials(self, potentials: Int64Array) -> None:
         a = self.network.arrays
@@ -663,12 +668,16 @@ class CostScalingSolver(FlowSolver):
         self._fresh = False
         self._zero = False
         self._exact_valid = False
+        self._scaled_exact = False
 
     def potentials(self) -> Int64Array:
         a = self.network.arrays
         if not self._exact_valid or len(self._exact) != len(a.price):
             self._exact = np.zeros(len(a.price), dtype=np.int64)
             _unscaled(a, self._scale, self._exact)
+            if self._scaled_exact:
+                self._exact_valid = True
+                return self._exact.copy()
             saved = a.price.copy()
             a.price[:] = self._exact
             ok = kernels.price_refine(a, 1, 0, 64 * self._slots() + 1024)
@@ -736,6 +745,7 @@ class CostScalingSolver(FlowSolver):
             if self.warm_epsilon == "largest-change":
                 eps = max(eps, self._max_change * scale)
         self._zero = False
+        self._scaled_exact = False
         self._max_change = 0
         # Global updates (see `global_updates`): on warm starts by default, where a small
         # epsilon would otherwise crawl towards paths far dearer than the prices allow; from
@@ -781,6 +791,7 @@ class CostScalingSolver(FlowSolver):
                 )
                 if found < 0:  # optimal already: the phases left would only move prices
                     stats[_CERTIFIED] += 1
+                    self._scaled_exact = True
                     break
                 if found <= certify_below:  # tried in vain: again only with half as many
                     certify_below = found // 2
