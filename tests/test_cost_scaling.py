@@ -14,7 +14,6 @@ from firmament_py.solvers import kernels
 from firmament_py.solvers.base import InfeasibleError
 from firmament_py.solvers.cost_scaling import (
     CostScalingSolver,
-    _certify_exact,
     _global_update,
     _global_update_exact,
 )
@@ -144,9 +143,9 @@ def test_warm_epsilon_restarts_at_the_violation_unless_told_otherwise() -> None:
 @settings(max_examples=300, deadline=None)
 @given(spec=graph_specs(), seed=st.integers(0, 2**31), optimal=st.booleans())
 def test_an_early_certificate_is_a_real_one(spec: GraphSpec, seed: int, optimal: bool) -> None:
-    """`_certify_exact` proves a flow optimal only with potentials that leave no residual arc
-    negative, and leaves the prices alone when it cannot; an optimal flow it always proves,
-    from any prices, given the scans."""
+    """`CostScalingSolver._certify` proves a flow optimal only with potentials that leave no
+    residual arc negative, and leaves the prices alone when it cannot; an optimal flow it
+    always proves, from any prices, given the scans."""
     graph = spec.build()
     rng = np.random.default_rng(seed)
     flow: np.ndarray | None = None
@@ -162,13 +161,12 @@ def test_an_early_certificate_is_a_real_one(spec: GraphSpec, seed: int, optimal:
     if flow is None:  # any flow within the bounds: optimal or not, balanced or not
         flow = rng.integers(0, 13, graph.arc_id_bound)
     solver.network.set_flows(np.asarray(flow, dtype=np.int64))
-    scale = 8
+    scale = solver._scale = 8
     a.price[:] = np.where(a.alive != 0, rng.integers(-40, 40, n) * 3, 0)
     before = a.price.copy()
-    pot, queue, inq = (np.zeros(n, dtype=np.int64) for _ in range(3))
     slots = int(a.meta[0])
-    found = _certify_exact(a, scale, pot, queue, inq, n, (n + 1) * (slots + n))
-    assert not inq.any()
+    found = solver._certify(np.zeros(n, dtype=np.int64), n, (n + 1) * (slots + n))
+    assert not a.mark.any()
     event(f"optimal flow: {optimal}, proved: {found < 0}")
     if found < 0:
         assert not (a.price % scale).any()

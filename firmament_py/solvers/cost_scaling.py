@@ -15,7 +15,7 @@ paths far dearer than the prices allow.
 Epsilon 1 is the guarantee, not the usual end: with integer costs the flow is often optimal
 phases earlier, once epsilon is below a few cost units, and a proof in whole cost units (integer
 potentials under which no residual arc is negative, found from the rounded prices) ends the
-solve there (`_certify_exact`).
+solve there (`CostScalingSolver._certify`).
 
 Incremental use (Firmament section 5.2, 6.2): the network keeps flow and scaled prices between
 solves; before a batch is applied, price refinement brings the prices to an exact complementary
@@ -479,33 +479,15 @@ def _refine(
 
 
 @kernel
-def _certify_exact(
-    net: ResidualArrays,
-    scale: int,
-    pot: Int64Array,
-    queue: Int64Array,
-    inq: Int64Array,
-    max_violations: int,
-    budget: int,
+def _rounded_violations(
+    net: ResidualArrays, scale: int, pot: Int64Array, limit: int
 ) -> int:  # pragma: no cover - compiled
-    """Try to prove the current flow (a refine has just left no excess) optimal before
-    epsilon reaches 1: -1 if it is, and the prices are then exact (`scale` times integer
-    potentials that certify it); otherwise how many nodes have an arc that violates the
-    rounded-down prices (`max_violations + 1` when there are more, and then nothing else is
-    tried). Prices are unchanged unless proven.
-
-    With integer costs a flow is optimal exactly when some integer potentials leave every
-    residual arc a reduced cost >= 0. The prices rounded down to whole cost units come close
-    once epsilon is below a few cost units; label-correcting from them (price refinement,
-    lowering only) finds such potentials within `budget` arc scans, or gives up (a negative
-    cycle, or too far). On the scheduling graphs the flow is optimal phases before epsilon
-    reaches 1.
-    """
+    """Set `pot` to the prices rounded down to whole cost units; return how many nodes have a
+    residual arc with a negative reduced cost under them (`limit + 1` once there are more)."""
     n = len(net.first)
-    size = 0
     for v in range(n):
-        inq[v] = 0
         pot[v] = net.price[v] // scale if net.alive[v] else 0
+    found = 0
     for v in range(n):
         if not net.alive[v]:
             continue
@@ -513,52 +495,11 @@ def _certify_exact(
         base = net.first[v]
         for s in range(base, base + net.deg[v]):
             if net.rescap[s] > 0 and net.cost[s] - pv + pot[net.head[s]] < 0:
-                if size == max_violations:
-                    for i in range(size):
-                        inq[queue[i]] = 0
-                    return max_violations + 1
-                queue[size] = v
-                size += 1
-                inq[v] = 1
+                found += 1
+                if found > limit:
+                    return found
                 break
-    violations = size
-    head = 0
-    scans = 0
-    while size > 0:
-        u = queue[head]
-        head += 1
-        if head == n:
-            head = 0
-        size -= 1
-        inq[u] = 0
-        base = net.first[u]
-        best = pot[u]
-        for s in range(base, base + net.deg[u]):
-            if net.rescap[s] > 0:
-                p = net.cost[s] + pot[net.head[s]]
-                if p < best:
-                    best = p
-        scans += net.deg[u] + 1
-        if best < pot[u]:
-            pot[u] = best
-            for s in range(base, base + net.deg[u]):
-                if net.paircap[s] > net.rescap[s]:  # x -> u has residual capacity
-                    x = net.head[s]
-                    if inq[x] == 0:
-                        inq[x] = 1
-                        tail = head + size
-                        if tail >= n:
-                            tail -= n
-                        queue[tail] = x
-                        size += 1
-        if scans > budget:
-            for v in range(n):
-                inq[v] = 0
-            return violations
-    for v in range(n):
-        if net.alive[v]:
-            net.price[v] = pot[v] * scale
-    return -1
+    return found
 
 
 @kernel
@@ -591,7 +532,7 @@ class CostScalingSolver(FlowSolver):
     `warm_epsilon`: "violation" (the default) restarts epsilon on a warm start at the worst
     reduced-cost violation; "largest-change" at no less than the largest cost change in the
     batches since the last solve (Firmament's rule). `certify_early`: between phases, try to
-    prove the flow optimal before epsilon reaches 1 and stop there (`_certify_exact`).
+    prove the flow optimal before epsilon reaches 1 and stop there (`_certify`).
     """
 
     algorithm = "cost-scaling"
@@ -690,6 +631,33 @@ class CostScalingSolver(FlowSolver):
 
     # ------------------------------------------------------------------ solving
 
+    def _certify(self, pot: Int64Array, limit: int, budget: int) -> int:
+        """Try to prove the current flow (a refine has just left no excess) optimal before
+        epsilon reaches 1: -1 if it is, and the prices are then exact (`scale` times integer
+        potentials that certify it); otherwise how many nodes have an arc that violates the
+        prices rounded down to whole cost units (more than `limit`: nothing else was tried).
+        The prices are unchanged unless proven.
+
+        With integer costs a flow is optimal exactly when some integer potentials leave every
+        residual arc a reduced cost >= 0. The rounded prices come close once epsilon is below
+        a few cost units; price refinement from them (lowering only) finds such potentials
+        within `budget` arc scans, or gives up (a negative cycle, or too far). On
+        the scheduling graphs the flow is optimal phases before epsilon reaches 1.
+        """
+        a = self.network.arrays
+        found = int(_rounded_violations(a, self._scale, pot, limit))
+        if found > limit:
+            return found
+        if found > 0:
+            saved = a.price.copy()
+            a.price[:] = pot
+            if not kernels.price_refine(a, 1, 0, budget):
+                a.price[:] = saved
+                return found
+            pot[:] = a.price
+        a.price[:] = pot * self._scale
+        return -1
+
     def _slots(self) -> int:
         return int(self.network.arrays.meta[0])
 
@@ -754,7 +722,7 @@ class CostScalingSolver(FlowSolver):
         factor = self.update_factor if updates else self.check_factor
         update_every = int(factor * live) + 30
         # Between phases, once epsilon is below four cost units and few arcs violate the prices
-        # rounded to whole units, try to prove the flow optimal (`_certify_exact`).
+        # rounded to whole units, try to prove the flow optimal (`_certify`).
         certify_below = max(1, live // 16) if self.certify_early else 0
         status = _OK
         while True:
@@ -786,9 +754,7 @@ class CostScalingSolver(FlowSolver):
             if status != _OK or eps == 1:
                 break
             if certify_below > 0 and eps < 4 * scale:
-                found = _certify_exact(
-                    a, scale, dist, bnext, settled, certify_below, 4 * self._slots()
-                )
+                found = self._certify(dist, certify_below, 4 * self._slots())
                 if found < 0:  # optimal already: the phases left would only move prices
                     stats[_CERTIFIED] += 1
                     self._scaled_exact = True
