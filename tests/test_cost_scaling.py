@@ -165,7 +165,8 @@ def test_an_early_certificate_is_a_real_one(spec: GraphSpec, seed: int, optimal:
     a.price[:] = np.where(a.alive != 0, rng.integers(-40, 40, n) * 3, 0)
     before = a.price.copy()
     slots = int(a.meta[0])
-    found = solver._certify(np.zeros(n, dtype=np.int64), n, (n + 1) * (slots + n))
+    work = (np.zeros(n, dtype=np.int64) for _ in range(2))
+    found = solver._certify(*work, n, (n + 1) * (slots + n))
     assert not a.mark.any()
     event(f"optimal flow: {optimal}, proved: {found < 0}")
     if found < 0:

@@ -480,10 +480,11 @@ def _refine(
 
 @kernel
 def _rounded_violations(
-    net: ResidualArrays, scale: int, pot: Int64Array, limit: int
+    net: ResidualArrays, scale: int, pot: Int64Array, nodes: Int64Array, limit: int
 ) -> int:  # pragma: no cover - compiled
     """Set `pot` to the prices rounded down to whole cost units; return how many nodes have a
-    residual arc with a negative reduced cost under them (`limit + 1` once there are more)."""
+    residual arc with a negative reduced cost under them (`limit + 1` once there are more),
+    listed in `nodes`."""
     n = len(net.first)
     for v in range(n):
         pot[v] = net.price[v] // scale if net.alive[v] else 0
@@ -495,9 +496,10 @@ def _rounded_violations(
         base = net.first[v]
         for s in range(base, base + net.deg[v]):
             if net.rescap[s] > 0 and net.cost[s] - pv + pot[net.head[s]] < 0:
+                if found == limit:
+                    return limit + 1
+                nodes[found] = v
                 found += 1
-                if found > limit:
-                    return found
                 break
     return found
 
@@ -631,12 +633,12 @@ class CostScalingSolver(FlowSolver):
 
     # ------------------------------------------------------------------ solving
 
-    def _certify(self, pot: Int64Array, limit: int, budget: int) -> int:
+    def _certify(self, pot: Int64Array, nodes: Int64Array, limit: int, budget: int) -> int:
         """Try to prove the current flow (a refine has just left no excess) optimal before
         epsilon reaches 1: -1 if it is, and the prices are then exact (`scale` times integer
         potentials that certify it); otherwise how many nodes have an arc that violates the
         prices rounded down to whole cost units (more than `limit`: nothing else was tried).
-        The prices are unchanged unless proven.
+        The prices are unchanged unless proven; `pot` and `nodes` are work arrays.
 
         With integer costs a flow is optimal exactly when some integer potentials leave every
         residual arc a reduced cost >= 0. The rounded prices come close once epsilon is below
@@ -645,13 +647,13 @@ class CostScalingSolver(FlowSolver):
         the scheduling graphs the flow is optimal phases before epsilon reaches 1.
         """
         a = self.network.arrays
-        found = int(_rounded_violations(a, self._scale, pot, limit))
+        found = int(_rounded_violations(a, self._scale, pot, nodes, limit))
         if found > limit:
             return found
         if found > 0:
             saved = a.price.copy()
             a.price[:] = pot
-            if not kernels.price_refine(a, 1, 0, budget):
+            if not kernels.price_refine_from(a, 1, 0, budget, nodes, found):
                 a.price[:] = saved
                 return found
             pot[:] = a.price
@@ -754,7 +756,7 @@ class CostScalingSolver(FlowSolver):
             if status != _OK or eps == 1:
                 break
             if certify_below > 0 and eps < 4 * scale:
-                found = self._certify(dist, certify_below, 4 * self._slots())
+                found = self._certify(dist, bnext, certify_below, 4 * self._slots())
                 if found < 0:  # optimal already: the phases left would only move prices
                     stats[_CERTIFIED] += 1
                     self._scaled_exact = True

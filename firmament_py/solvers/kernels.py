@@ -181,14 +181,25 @@ def price_refine(
     """
     n = len(net.first)
     queue = np.empty(n, dtype=np.int64)
-    inq = net.mark
-    head_q = 0
     size = 0
     for v in range(n):
         if net.alive[v]:
             queue[size] = v
             size += 1
-            inq[v] = 1
+    return price_refine_from(net, scale, slack, budget, queue, size)
+
+
+@kernel
+def price_refine_from(
+    net: ResidualArrays, scale: int, slack: int, budget: int, queue: Int64Array, size: int
+) -> bool:  # pragma: no cover
+    """`price_refine` starting from the nodes `queue[:size]` only: every other node must have
+    no arc below -slack at the start. `queue` (n long) is the work queue."""
+    n = len(net.first)
+    inq = net.mark
+    for i in range(size):
+        inq[queue[i]] = 1
+    head_q = 0
     scans = 0
     ok = True
     while size > 0:
