@@ -30,7 +30,12 @@ names = {
         (relaxation, "_price_by_distance_from_surplus"),
         (kernels, "seed_fresh_prices"),
     ],
-    "cost-scaling": [(cost_scaling, "_refine"), (kernels, "price_refine")],
+    "cost-scaling": [
+        (cost_scaling, "_refine"),
+        (kernels, "price_refine"),
+        (cost_scaling, "_rounded_violations"),
+        (kernels, "price_refine_from"),
+    ],
     # The caller's side of a race: the graph's snapshot, the batch checks it makes itself.
     "race": [
         (graph, "_fill_snapshot_rows"),

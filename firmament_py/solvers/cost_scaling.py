@@ -593,15 +593,15 @@ class CostScalingSolver(FlowSolver):
 
     def _before_changes(self, changes: ChangeBatch) -> None:
         self._exact_valid = False
+        exact, self._scaled_exact = self._scaled_exact, False  # the batch may break the proof
         self._max_change = max(self._max_change, changes.max_cost_change())
         if not self.incremental:
             self._fresh = True
             return
-        if self.price_refine and not self._fresh and not self._scaled_exact:
+        if self.price_refine and not self._fresh and not exact:
             # Price refine on the previous optimum: bring prices to an exact certificate
             # (scaled reduced costs >= 0), so only arcs the batch touches can violate it.
             kernels.price_refine(self.network.arrays, self._scale, 0, 8 * self._slots())
-        self._scaled_exact = False
 
     def _adopt_potentials(self, potentials: Int64Array) -> None:
         a = self.network.arrays
@@ -630,6 +630,15 @@ class CostScalingSolver(FlowSolver):
                 raise SolverError("cost scaling could not certify its flow (internal error)")
             self._exact_valid = True
         return self._exact.copy()
+
+    def load_proof_kernels(self) -> None:
+        """Load (or compile) the early proof's kernels without changing anything: a graph too
+        small to leave few violations may never try the proof (`solvers.warmup`)."""
+        a = self.network.arrays
+        n = len(a.first)
+        pot, nodes = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        _rounded_violations(a, self._scale, pot, nodes, 0)
+        kernels.price_refine_from(a, 1, 0, 0, nodes, 0)
 
     # ------------------------------------------------------------------ solving
 

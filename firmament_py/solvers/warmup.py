@@ -20,6 +20,7 @@ from firmament_py.flow.limits import NodeKind
 from firmament_py.flow.placement import extract_placement_array
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers.batch_check import LiveIds
+from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.registry import ALIASES, make_solver
 
 __all__ = ["warm_up"]
@@ -56,6 +57,8 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
             cluster.observe(solver.solve_graph(cluster.graph).flow)  # how everyone else does
             cluster.next_round(churn=0.5)
             solver.solve_graph(cluster.graph)
+            if isinstance(solver, CostScalingSolver):
+                solver.load_proof_kernels()
         finally:
             solver.close()
 
