@@ -659,14 +659,12 @@ class CostScalingSolver(FlowSolver):
         found = int(_rounded_violations(a, self._scale, pot, nodes, limit))
         if found > limit:
             return found
-        if found > 0:
-            saved = a.price.copy()
-            a.price[:] = pot
-            if not kernels.price_refine_from(a, 1, 0, budget, nodes, found):
-                a.price[:] = saved
-                return found
-            pot[:] = a.price
-        a.price[:] = pot * self._scale
+        saved = a.price.copy()
+        a.price[:] = pot
+        if found > 0 and not kernels.price_refine_from(a, 1, 0, budget, nodes, found):
+            a.price[:] = saved
+            return found
+        a.price[:] *= self._scale
         return -1
 
     def _slots(self) -> int:
