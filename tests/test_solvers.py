@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from firmament_py.flow.graph import INFINITE_CAPACITY, MAX_CAPACITY, MAX_COST, FlowGraph
+from firmament_py.flow.graph import INFINITE_CAPACITY, MAX_CAPACITY, MAX_COST, FlowGraph, NodeKind
 from firmament_py.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers.base import (
     InfeasibleError,
@@ -466,6 +466,27 @@ def test_a_network_built_from_a_graph_equals_one_loaded_from_its_snapshot(
         for name, array in from_rows.arrays._asdict().items():
             np.testing.assert_array_equal(getattr(from_graph.arrays, name), array, err_msg=name)
         from_graph.check()
+
+
+def test_batches_that_grow_the_slot_arrays_leave_the_scratch_marks_at_zero() -> None:
+    """`mark` is scratch that every kernel leaves at zero: price refinement uses it as its
+    queue's flags and would skip a node left marked, proving a flow optimal that is not. A
+    batch whose very first row must grow the slot arrays used to count its insertions twice."""
+    g = FlowGraph()
+    task, sink = g.add_node(1, NodeKind.TASK), g.add_node(-1, NodeKind.SINK)
+    g.add_arc(task, sink, capacity=1, cost=1)
+    network = ResidualNetwork()
+    network.load(g.snapshot())
+    g.discard_changes()
+    grown = 0
+    for cost in range(64):
+        slots = len(network.arrays.head)
+        g.add_arc(task, sink, capacity=1, cost=cost)
+        network.apply(g.take_changes())
+        grown += len(network.arrays.head) > slots
+        assert not network.arrays.mark.any(), f"marks left after batch {cost}"
+        network.check()
+    assert grown >= 2  # the batches did grow the arrays at their first row
 
 
 def test_cost_scaling_alpha_must_be_at_least_two() -> None:

@@ -387,18 +387,23 @@ def _make_room(net: ResidualArrays, v: int) -> int:  # pragma: no cover
 
 
 @kernel
+def count_insertions(net: ResidualArrays, rows: Int64Array) -> None:  # pragma: no cover
+    """Set `mark[v]` to the slots `rows` will insert into v, so that a block is relocated
+    once with room for all of them; `apply_rows` counts them down to zero again."""
+    for i in range(len(rows)):
+        if rows[i, COL_OP] == OP_ADD_ARC:
+            net.mark[rows[i, ARC_SRC]] += 1
+            net.mark[rows[i, ARC_DST]] += 1
+
+
+@kernel
 def apply_rows(net: ResidualArrays, rows: Int64Array, start: int) -> tuple[int, int, int]:
     """Apply `rows[start:]` in order.
 
     Returns (APPLIED, len(rows), 0), or (NEED_SLOTS, row, slots) when the slot arrays must grow by
     `slots` before row `row` can be applied; every earlier row is then fully applied.
+    `count_insertions(net, rows)` must have run once before the first call for `rows`.
     """  # pragma: no cover - compiled
-    if start == 0:
-        # mark[v] = slots still to be inserted into v by this batch, to size relocations once.
-        for i in range(len(rows)):
-            if rows[i, COL_OP] == OP_ADD_ARC:
-                net.mark[rows[i, ARC_SRC]] += 1
-                net.mark[rows[i, ARC_DST]] += 1
     for i in range(start, len(rows)):
         op = rows[i, COL_OP]
         ident = rows[i, COL_ID]
@@ -552,6 +557,8 @@ def max_abs_cost(net: ResidualArrays) -> int:  # pragma: no cover
 def check_structure(net: ResidualArrays) -> int:  # pragma: no cover
     """Return 0 if the slot layout invariants hold, else a code naming the first violation."""
     for v in range(len(net.first)):
+        if net.mark[v] != 0:  # scratch, zero between kernel calls
+            return 9
         if not net.alive[v]:
             continue
         if net.deg[v] > net.room[v] or net.nfwd[v] > net.deg[v]:
@@ -649,6 +656,10 @@ class ResidualNetwork:
         self._ensure(max_node + 1, max_arc + 1)
         removals = int(np.count_nonzero(rows[:, COL_OP] == OP_REMOVE_NODE))
         self._ensure_work(2 * len(rows) + 16 * removals + 64)
+        # Counted once: a restart after growing the slots (even at row 0) must not count again,
+        # or marks would stay above zero, and the kernels that use them as scratch flags
+        # (price refinement's queue) would skip those nodes.
+        count_insertions(self.arrays, rows)
         start = 0
         while True:
             status, start, need = apply_rows(self.arrays, rows, start)
