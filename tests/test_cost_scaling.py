@@ -209,3 +209,19 @@ def test_warm_rounds_after_an_early_certificate_stay_optimal() -> None:
         assert result.cost == ortools_cost(cluster.graph)
         certified += int(result.stats["certified_early"])
     assert certified >= 3
+
+
+def test_a_solve_that_reaches_epsilon_one_ends_with_proven_prices() -> None:
+    """Warm rounds usually run only the last phase: the solve then ends with the proof, so the
+    potentials are read and the next batch applied without a price refine, and they certify."""
+    cluster = ClusterGraph(ClusterSpec(machines=40, shape="load-spreading", seed=6))
+    solver = CostScalingSolver(certify_early=False)
+    result = solver.solve_graph(cluster.graph)
+    for _ in range(3):
+        cluster.observe(result.flow)
+        cluster.submit_job(30)
+        result = solver.solve_graph(cluster.graph)
+        assert solver._scaled_exact  # proven at epsilon 1, not early
+        assert result.stats["certified_early"] == 0
+        verify(cluster.graph, result)
+        assert result.cost == ortools_cost(cluster.graph)

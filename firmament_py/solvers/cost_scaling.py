@@ -760,7 +760,15 @@ class CostScalingSolver(FlowSolver):
                 self._cancel,
                 stats,
             )
-            if status != _OK or eps == 1:
+            if status != _OK:
+                break
+            if eps == 1:
+                # Optimal (scale > n). Prove it now with integer potentials, as the early
+                # proof does, from the few nodes that violate the rounded prices: the same
+                # certificate `potentials()` would compute from all nodes, and prices proven
+                # so spare the next batch its price refine.
+                if self._certify(dist, bnext, live, 64 * self._slots() + 1024) < 0:
+                    self._scaled_exact = True
                 break
             if certify_below > 0 and eps < 4 * scale:
                 found = self._certify(dist, bnext, certify_below, 4 * self._slots())
