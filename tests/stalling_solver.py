@@ -138,3 +138,34 @@ class HangOnApply(_NeverStalls):
         if self._racing:
             time.sleep(30.0)
         super().apply(changes)
+
+
+class _Sleeper(_NeverStalls):
+    """Once racing, each solve first sleeps `_seconds(count)` (stopping if cancelled)."""
+
+    def _seconds(self, count: int) -> float:
+        raise NotImplementedError
+
+    def _run(self) -> dict[str, float]:
+        if self._racing:
+            deadline = time.monotonic() + self._seconds(self._solves)
+            while time.monotonic() < deadline:
+                if self.cancel_requested():
+                    self._solves += 1
+                    raise SolverCancelled("cancelled while sleeping")
+                time.sleep(0.001)
+        return super()._run()
+
+
+class SlowOnSecond(_Sleeper):
+    """Once racing: its second solve takes a minute (unless cancelled), the others none."""
+
+    def _seconds(self, count: int) -> float:
+        return STALL_SECONDS if count == 1 else 0.0
+
+
+class SteadyThird(_Sleeper):
+    """Once racing: every solve takes three tenths of a second."""
+
+    def _seconds(self, count: int) -> float:
+        return 0.3

@@ -407,6 +407,43 @@ def test_hedged_start_lets_the_favourite_solve_alone(hedge: float | None) -> Non
         race.close()
 
 
+def test_a_probe_finds_a_solver_that_has_become_faster_than_the_favourite() -> None:
+    # SlowOnSecond wins the first race, then hangs on its second solve: SteadyThird joins and
+    # wins, and would keep the race for ever (it answers well within its own hedge delay). After
+    # four hedged solves a probe starts both, and SlowOnSecond, fast again, wins it.
+    slow, steady = "tests.stalling_solver:SlowOnSecond", "tests.stalling_solver:SteadyThird"
+    race = RacingSolver(algorithms=(slow, steady))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=18))
+        winners = []
+        for _ in range(8):
+            result = race.solve_graph(cluster.graph)
+            verify(cluster.graph, result)
+            winners.append(_winner(result.algorithm))
+            cluster.observe(result.flow)
+            cluster.next_round(0.05)
+        assert winners == [slow] + [steady] * 5 + [slow] * 2
+        held = next(w for w in race._workers if w.algorithm == slow)
+        assert held.solves == 4  # rounds 1, 2, 7 (the probe) and 8: held back in 3 to 6
+    finally:
+        race.close()
+
+
+def test_probes_come_less_often_while_the_favourite_keeps_winning_them() -> None:
+    race = RacingSolver(algorithms=("ssp",))
+    race._favourite = ("ssp", 0.01)
+    probes = []
+    for solve in range(300):
+        probe = race._probe_due()
+        if probe:
+            probes.append(solve)
+        race._count_probes("ssp", "ssp", probe)
+    assert probes == [4, 13, 30, 63, 128, 193, 258]  # waits of 4, 8, 16, 32, then 64 at most
+    race._count_probes("ssp", "relaxation", False)  # a new favourite: probes come soon again
+    assert race._probe_after == 4 and race._hedged == 0
+    race.close()
+
+
 FIRST, FIFTH = "tests.stalling_solver:StallFirst", "tests.stalling_solver:StallFromFifth"
 
 

@@ -26,8 +26,8 @@ Flows travel as deltas against a *base*: the flow both sides know the worker hol
 * A loser's own solve reply is ignored (it may or may not have finished); the `adopt` that
   follows its `solve` is a delta against the base *before* that solve, which both sides keep.
 
-A hedged start (`hedge`) lets the last winner solve alone for a while before the others join:
-see `RacingSolver._hold_back`.
+A hedged start (`hedge`) lets the last winner solve alone for a while before the others join,
+with an occasional probe that starts everybody at once: see `RacingSolver._hold_back`.
 
 Cancellation is numbered: the worker writes the number of the solve it is running into the
 second slot of the shared flag, and the parent cancels solve `g` by writing `g` into the first;
@@ -91,6 +91,15 @@ _WORKER_BOOT = (
 DEFAULT_HEDGE: float | None = 1.5
 _HEDGE_SLACK_SECONDS = 0.05
 
+# Probes: a hedged solve learns nothing about the workers it holds back, so a favourite that
+# stays within its own hedge delay would keep the race for ever, even where another solver has
+# become several times faster (incremental S90: cost scaling kept answering in 500 ms rounds
+# that relaxation answers in 130). After _PROBE_FIRST hedged solves in a row with the same
+# winner, one solve starts everybody at once; each probe the favourite wins doubles the wait,
+# up to _PROBE_MOST, and a change of favourite starts the count again.
+_PROBE_FIRST = 4
+_PROBE_MOST = 64
+
 # Each end's send buffer: room for a round's batch or answer (megabytes) in one write, so that
 # the writer does not wait for the reader to drain the usual 200 KB a piece. The kernel caps it
 # at net.core.wmem_max (4 MB on the benchmark machine).
@@ -145,7 +154,9 @@ class RacingSolver(FlowSolver):
     `algorithms` names the contenders (usually two), by default relaxation and incremental
     cost scaling; `options` maps an algorithm name to keyword arguments for its constructor.
     `hedge`: after the first race, the last winner starts alone and the others join after
-    `hedge` times its last solve time (plus 50 ms); None starts everybody at once.
+    `hedge` times its last solve time (plus 50 ms), except on probes (after 4 hedged solves in
+    a row, then 8, 16 and so on up to 64 while the favourite keeps winning them); None starts
+    everybody at once.
     """
 
     algorithm = "race"
@@ -180,6 +191,8 @@ class RacingSolver(FlowSolver):
         self._replies = queue.SimpleQueue()
         self.restarts = 0
         self._favourite: tuple[str, float] | None = None  # last winner, its solve's seconds
+        self._hedged = 0  # hedged solves since the last that started everybody (a probe)
+        self._probe_after = _PROBE_FIRST  # probe once this many solves in a row were hedged
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
 
@@ -190,6 +203,7 @@ class RacingSolver(FlowSolver):
         self._history = [snapshot]
         self._last = None
         self._favourite = None
+        self._hedged, self._probe_after = 0, _PROBE_FIRST
         self._loaded = True
 
     def apply(self, changes: ChangeBatch) -> None:
@@ -254,6 +268,8 @@ class RacingSolver(FlowSolver):
         if not self._loaded:
             raise SolverError("solve() before load(): give the solver a snapshot first")
         start = time.perf_counter()
+        favourite = None if self._favourite is None else self._favourite[0]
+        probe = self._probe_due()
         try:
             winner, reply = self._race()
         except _AllWorkersDiedError:
@@ -279,6 +295,7 @@ class RacingSolver(FlowSolver):
         # that includes waiting for a fresh worker's warm-up (a second), which would hold the
         # others back for as long next round. The hedge's slack covers the answer's trip back.
         self._favourite = (winner.algorithm, float(solver_time))
+        self._count_probes(favourite, winner.algorithm, probe)
         return SolveResult(
             cost=int(cost),
             flow=flow.copy(),  # the caller's to keep; `flow` stays the workers' reference
@@ -399,14 +416,30 @@ class RacingSolver(FlowSolver):
         With `hedge` set, the last winner starts alone and the others join only if it has not
         answered within `hedge` times its last solve time (plus 50 ms) once it has applied the
         round's batch: the race then costs little while the favourite stays fast, and still
-        catches a round where it degrades.
+        catches a round where it degrades. Now and then a solve holds nobody back (a probe,
+        see _PROBE_FIRST), to find out whether another solver has become the faster.
         """
-        if self.hedge is None or self._favourite is None:
+        if self.hedge is None or self._favourite is None or self._probe_due():
             return []
         live = self._live()
         if not any(w.algorithm == self._favourite[0] for w in live):
             return []
         return [w for w in live if w.algorithm != self._favourite[0]]
+
+    def _probe_due(self) -> bool:
+        """Whether the next solve starts everybody at once to see if the favourite is still the
+        fastest (see _PROBE_FIRST)."""
+        return self.hedge is not None and self._hedged >= self._probe_after
+
+    def _count_probes(self, favourite: str | None, winner: str, probe: bool) -> None:
+        """Update the probe schedule after a solve that `winner` won, `favourite` the one
+        before (None: the first race of a graph)."""
+        if favourite is None or winner != favourite:
+            self._hedged, self._probe_after = 0, _PROBE_FIRST
+        elif probe:
+            self._hedged, self._probe_after = 0, min(2 * self._probe_after, _PROBE_MOST)
+        else:
+            self._hedged += 1
 
     def _hedge_delay(self) -> float:
         assert self.hedge is not None and self._favourite is not None
