@@ -15,9 +15,13 @@ are still stopping and adopting. Both sides process commands strictly in order.
 A batch (`load`, `apply`) goes out pickled once, before the parent's own check of it (against
 `LiveIds`, the ids the workers' networks hold), because the workers check every batch
 themselves and take nothing from a bad one: the check that raises to the caller overlaps the
-workers' receiving and applying. Their refusal of a batch the parent refused is expected; a
-worker that took such a batch is replaced. Workers a hedged start will hold back get the batch
-only with their next command (joining the race, or taking its answer).
+workers' receiving and applying. For that overlap the batch is framed in advance and written
+in one system call, and the caller lets an idle sender thread start the write before it checks:
+the check holds the GIL for milliseconds, which the sender needs to take the batch off its queue
+and, with `Connection.send_bytes`, again between a large message's header and body. Their
+refusal of a batch the parent refused is expected; a worker that took such a batch is replaced.
+Workers a hedged start will hold back get the batch only with their next command (joining the
+race, or taking its answer).
 
 Flows travel as deltas against a *base*: the flow both sides know the worker holds.
 
@@ -49,6 +53,7 @@ import os
 import pickle
 import queue
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -105,6 +110,10 @@ _PROBE_MOST = 64
 # at net.core.wmem_max (4 MB on the benchmark machine).
 _SOCKET_BUFFER_BYTES = 8 << 20
 
+# How long the caller waits for an idle sender thread to start writing a batch before it checks
+# the batch itself (a backstop: the thread is usually writing within a fraction of a ms).
+_PICK_UP_SECONDS = 0.005
+
 # How long a cancelled worker may go on before it is killed and replaced (checked per race).
 _CANCEL_GRACE_SECONDS = 30.0
 
@@ -127,7 +136,7 @@ class _Worker:
     conn: mpc.Connection
     flag_map: mmap.mmap
     flag: Int64Array  # [cancel solves up to this number, the solve running now, warmed up]
-    # Commands to write, in order: a message, the bytes of a pickled one, None to end.
+    # Commands to write, in order: a message, a pickled one framed (`_framed`), None to end.
     outbox: queue.SimpleQueue[tuple[Any, ...] | bytes | None] = field(
         default_factory=queue.SimpleQueue
     )
@@ -142,6 +151,8 @@ class _Worker:
     deferred: list[bytes] = field(default_factory=list)
     # Held by the sender thread while it writes, by the receiver thread while it closes.
     writing: threading.Lock = field(default_factory=threading.Lock)
+    # Set by the sender thread as it starts writing a batch (see RacingSolver._send_batch).
+    writing_batch: threading.Event = field(default_factory=threading.Event)
 
 
 class _AllWorkersDiedError(SolverError):
@@ -487,18 +498,26 @@ class RacingSolver(FlowSolver):
         or the bound graph. That includes a check interrupted (Ctrl-C) after the workers took
         a good batch: the parent never recorded it, so they are replaced.
         """
-        payload = pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = _framed(pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL))
         # A worker a hedged start will hold back gets the batch only with its next command
         # (it joins the race, or takes the winner's answer): on two cores the favourite then
         # shares them with the parent alone while it applies the batch and solves.
         later = self._hold_back() if command == "apply" else []
         sent: list[tuple[_Worker, Int64Array]] = []  # and each one's base before (`load` resets)
         try:
+            idle = []
             for w in self._live():
                 if w not in later:
                     base = w.base
+                    if w.outbox.empty() and not w.writing.locked() and not w.deferred:
+                        w.writing_batch.clear()
+                        idle.append(w)
                     self._send(w, (command,), payload=payload)
                     sent.append((w, base))
+            # An idle sender thread needs the GIL to take the batch off its queue, and the check
+            # holds it for milliseconds: let it start writing first (it then needs no GIL).
+            for w in idle:
+                w.writing_batch.wait(_PICK_UP_SECONDS)
             check(batch)
         except BaseException:
             for w, base in sent:
@@ -518,7 +537,7 @@ class RacingSolver(FlowSolver):
     ) -> None:
         """Queue a command for `w`, after the batches deferred for it, turning whole flows into
         deltas against its base (`delta`, if given, is that delta already; `payload`, if given,
-        is the whole message pickled)."""
+        is the whole message pickled and framed)."""
         for deferred in w.deferred:
             w.owed.append(("apply", 0))
             w.outbox.put(deferred)
@@ -595,6 +614,25 @@ def _applying(workers: list[_Worker]) -> bool:
     return any(w.alive and tag != "solve" for w in workers for tag, _ in w.owed)
 
 
+def _framed(payload: bytes) -> bytes:
+    """`payload` with the length header `Connection.send_bytes` would write before it.
+
+    A batch is written framed in one system call: `send_bytes` writes a large message's header
+    and body in two, and between them the sender thread must take the GIL back, which the
+    caller holds while it checks the batch (a few ms on a 30,000-row batch), so the worker got
+    the batch only after the check."""
+    if len(payload) > 0x7FFFFFFF:
+        return struct.pack("!i", -1) + struct.pack("!Q", len(payload)) + payload
+    return struct.pack("!i", len(payload)) + payload
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` to the blocking socket `fd` (one call, barring signals)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _sender(w: _Worker, _replies: object) -> None:
     """Write `w`'s commands in order; a broken pipe shows up as the receiver's end of file.
     Each write holds `w.writing`, so that the receiver never closes the socket under one."""
@@ -607,7 +645,8 @@ def _sender(w: _Worker, _replies: object) -> None:
                 if w.conn.closed:
                     return
                 if isinstance(message, bytes):
-                    w.conn.send_bytes(message)  # pickled already (a batch for every worker)
+                    w.writing_batch.set()
+                    _write_all(w.conn.fileno(), message)  # a batch for every worker
                 else:
                     w.conn.send(message)
 
