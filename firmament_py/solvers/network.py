@@ -24,6 +24,9 @@ Layout (arrays, not objects; every kernel is numba-compiled and reads `ResidualA
 * `excess[v] = supply[v] + inflow(v) - outflow(v)`; a solved network has zero excess everywhere.
 * `price[v]` is the potential pi(v); a residual arc's reduced cost is `cost - pi(tail) + pi(head)`.
   Optimality is: no residual arc has negative reduced cost.
+* `mark` is scratch: every kernel leaves it all zero (price refinement's queue flags rely on it).
+* Each array is the start of a zeroed buffer four times its length and grows into it without a
+  copy (`_grow`); the untouched rest costs address space, not memory.
 
 A batch records what it touched (`dirty` arc ids, `fresh` node ids) so that solvers repair
 optimality only where it may have broken.
@@ -129,14 +132,23 @@ class WholeNetwork(NamedTuple):
     cost: Int64Array
 
 
+# Every array that grows is the start of a zeroed buffer `_RESERVE` times its length, and grows
+# by taking more of it, without a copy (`_grow`); only a buffer outgrown is copied. The kernel
+# maps a buffer's untouched rest lazily, so the reserve costs address space, not memory.
+# Copying incremental S90's six slot arrays as they grew took 500 ms in one round: each new
+# 40 MB array took up to 83 ms to fault in while the kernel compacted memory for the huge pages
+# numpy asks for (docs/benchmarks.md).
+_RESERVE = 4
+
+
 def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArrays:
     def z(n: int) -> Int64Array:
-        return np.zeros(n, dtype=np.int64)
+        return _reserved(n, np.int64, 0)
 
     return ResidualArrays(
         head=z(slots),
         mate=z(slots),
-        label=np.full(slots, -1, dtype=np.int64),
+        label=_reserved(slots, np.int64, -1),
         cost=z(slots),
         rescap=z(slots),
         paircap=z(slots),
@@ -144,17 +156,17 @@ def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArray
         nfwd=z(nodes),
         deg=z(nodes),
         room=z(nodes),
-        alive=np.zeros(nodes, dtype=np.int8),
-        kind=np.zeros(nodes, dtype=np.int8),
+        alive=_reserved(nodes, np.int8, 0),
+        kind=_reserved(nodes, np.int8, 0),
         supply=z(nodes),
         excess=z(nodes),
         price=z(nodes),
         mark=z(nodes),
-        fwd=np.full(arcs, -1, dtype=np.int64),
+        fwd=_reserved(arcs, np.int64, -1),
         low=z(arcs),
         dirty=z(64),
         fresh=z(64),
-        meta=z(META_SIZE),
+        meta=np.zeros(META_SIZE, dtype=np.int64),
     )
 
 
@@ -682,12 +694,12 @@ class ResidualNetwork:
         live = int(a.deg[a.alive == 1].sum()) + _SLACK * int(a.meta[LIVE_NODES])
         size = max(2, live + live // 2)
         new = a._replace(
-            head=np.zeros(size, dtype=np.int64),
-            mate=np.zeros(size, dtype=np.int64),
-            label=np.full(size, -1, dtype=np.int64),
-            cost=np.zeros(size, dtype=np.int64),
-            rescap=np.zeros(size, dtype=np.int64),
-            paircap=np.zeros(size, dtype=np.int64),
+            head=_reserved(size, np.int64, 0),
+            mate=_reserved(size, np.int64, 0),
+            label=_reserved(size, np.int64, -1),
+            cost=_reserved(size, np.int64, 0),
+            rescap=_reserved(size, np.int64, 0),
+            paircap=_reserved(size, np.int64, 0),
         )
         compact_into(a, new)
         self.arrays = new
@@ -863,7 +875,28 @@ def _build_network(
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
+def _reserved(size: int, dtype: npt.DTypeLike, fill: int) -> npt.NDArray[Any]:
+    """An array of `size` entries `fill`: the start of a zeroed buffer `_RESERVE` times as long."""
+    view = np.zeros(max(size, 1) * _RESERVE, dtype=dtype)[:size]
+    if fill:
+        view[:] = fill
+    return view
+
+
 def _grow(array: npt.NDArray[_Scalar], size: int, fill: int) -> npt.NDArray[_Scalar]:
-    bigger = np.full(size, fill, dtype=array.dtype)
-    bigger[: len(array)] = array
+    """`array` lengthened to `size`, new entries `fill`: a longer view of its buffer while that
+    lasts (no copy), else the start of a new one."""
+    base = array.base
+    if (
+        isinstance(base, np.ndarray)
+        and base.dtype == array.dtype
+        and len(base) >= size
+        and base.ctypes.data == array.ctypes.data
+    ):
+        bigger: npt.NDArray[_Scalar] = base[:size]  # the tail was never part of a view: zeros
+    else:
+        bigger = _reserved(size, array.dtype, 0)
+        bigger[: len(array)] = array
+    if fill:
+        bigger[len(array) :] = fill
     return bigger
