@@ -392,8 +392,9 @@ def test_registry_imports_solvers_by_path() -> None:
 def test_hedged_start_lets_the_favourite_solve_alone(hedge: float | None) -> None:
     # After the first race the favourite (ssp) starts alone; the staller would only join if ssp
     # took longer than `hedge` times its last solve (a huge factor here, so that a slow test
-    # machine cannot make it join), so with hedging it never starts again, while without it
-    # every round starts it (and cancels it).
+    # machine cannot make it join), so with hedging it does not start again in these four rounds
+    # (the first probe would come at the sixth), while without it every round starts it (and
+    # cancels it).
     race = RacingSolver(algorithms=("ssp", "tests.stalling_solver:StallAlways"), hedge=hedge)
     try:
         cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=14))
@@ -449,7 +450,7 @@ def test_a_probe_finds_a_solver_that_has_become_faster_than_the_favourite() -> N
         race.close()
 
 
-def test_probes_come_less_often_while_the_favourite_keeps_winning_them() -> None:
+def test_probes_come_less_often_and_a_late_favourite_brings_them_back() -> None:
     race = RacingSolver(algorithms=("ssp",))
     race._favourite = ("ssp", 0.01)
     probes = []
@@ -457,9 +458,13 @@ def test_probes_come_less_often_while_the_favourite_keeps_winning_them() -> None
         probe = race._probe_due()
         if probe:
             probes.append(solve)
-        race._count_probes("ssp", "ssp", probe)
+        # Two solvers about as fast: each probe goes to the other, and still they thin out.
+        winner = ("ssp", "relaxation")[len(probes) % 2] if probe else race._favourite[0]
+        race._count_probes(race._favourite[0], winner, probe)
+        race._favourite = (winner, 0.01)
     assert probes == [4, 13, 30, 63, 128, 193, 258]  # waits of 4, 8, 16, 32, then 64 at most
-    race._count_probes("ssp", "relaxation", False)  # a new favourite: probes come soon again
+    # A favourite so late that a held worker joined and won: probes come soon again.
+    race._count_probes(race._favourite[0], "other", False)
     assert race._probe_after == 4 and race._hedged == 0
     race.close()
 

@@ -534,7 +534,8 @@ class CostScalingSolver(FlowSolver):
     `warm_epsilon`: "violation" (the default) restarts epsilon on a warm start at the worst
     reduced-cost violation; "largest-change" at no less than the largest cost change in the
     batches since the last solve (Firmament's rule). `certify_early`: between phases, try to
-    prove the flow optimal before epsilon reaches 1 and stop there (`_certify`).
+    prove the flow optimal before epsilon reaches 1 and stop there (`_certify`); a solve that
+    reaches epsilon 1 ends with that proof either way.
     """
 
     algorithm = "cost-scaling"
@@ -578,8 +579,8 @@ class CostScalingSolver(FlowSolver):
         self._work: list[Int64Array] = []
         self._exact: Int64Array = np.zeros(0, dtype=np.int64)
         self._exact_valid = False
-        # The prices are `scale` times integer potentials that certify the flow (an early
-        # certificate): no price refine is needed to read or keep them.
+        # The prices are `scale` times integer potentials that certify the flow (proven early,
+        # or at epsilon 1): no price refine is needed to read or keep them.
         self._scaled_exact = False
         self._max_change = 0  # largest cost change in the batches since the last solve
 
@@ -643,8 +644,8 @@ class CostScalingSolver(FlowSolver):
     # ------------------------------------------------------------------ solving
 
     def _certify(self, pot: Int64Array, nodes: Int64Array, limit: int, budget: int) -> int:
-        """Try to prove the current flow (a refine has just left no excess) optimal before
-        epsilon reaches 1: -1 if it is, and the prices are then exact (`scale` times integer
+        """Try to prove the current flow (a refine has just left no excess) optimal, before
+        epsilon reaches 1 or at 1: -1 if it is, and the prices are then exact (`scale` times integer
         potentials that certify it); otherwise how many nodes have an arc that violates the
         prices rounded down to whole cost units (more than `limit`: nothing else was tried).
         The prices are unchanged unless proven; `pot` and `nodes` are work arrays.
@@ -764,9 +765,9 @@ class CostScalingSolver(FlowSolver):
                 break
             if eps == 1:
                 # Optimal (scale > n). Prove it now with integer potentials, as the early
-                # proof does, from the few nodes that violate the rounded prices: the same
-                # certificate `potentials()` would compute from all nodes, and prices proven
-                # so spare the next batch its price refine.
+                # proof does, from the few nodes that violate the rounded prices: cheaper than
+                # `potentials()`'s refine from all nodes, and prices proven so spare the next
+                # batch its price refine. Out of scans, `potentials()` refines as before.
                 if self._certify(dist, bnext, live, 64 * self._slots() + 1024) < 0:
                     self._scaled_exact = True
                 break

@@ -100,8 +100,8 @@ _HEDGE_SLACK_SECONDS = 0.05
 # stays within its own hedge delay would keep the race for ever, even where another solver has
 # become several times faster (incremental S90: cost scaling kept answering in 500 ms rounds
 # that relaxation answers in 130). After _PROBE_FIRST hedged solves in a row with the same
-# winner, one solve starts everybody at once; each probe the favourite wins doubles the wait,
-# up to _PROBE_MOST, and a change of favourite starts the count again.
+# winner, one solve starts everybody at once; each probe doubles the wait, up to _PROBE_MOST,
+# and a favourite that turns out late (a held worker joins and wins) starts the count again.
 _PROBE_FIRST = 4
 _PROBE_MOST = 64
 
@@ -153,6 +153,7 @@ class _Worker:
     writing: threading.Lock = field(default_factory=threading.Lock)
     # Set by the sender thread as it starts writing a batch (see RacingSolver._send_batch).
     writing_batch: threading.Event = field(default_factory=threading.Event)
+    sender_running: bool = True  # False once the sender thread has stopped
 
 
 class _AllWorkersDiedError(SolverError):
@@ -166,8 +167,7 @@ class RacingSolver(FlowSolver):
     cost scaling; `options` maps an algorithm name to keyword arguments for its constructor.
     `hedge`: after the first race, the last winner starts alone and the others join after
     `hedge` times its last solve time (plus 50 ms), except on probes (after 4 hedged solves in
-    a row, then 8, 16 and so on up to 64 while the favourite keeps winning them); None starts
-    everybody at once.
+    a row, then 8, 16 and so on up to 64); None starts everybody at once.
     """
 
     algorithm = "race"
@@ -202,8 +202,8 @@ class RacingSolver(FlowSolver):
         self._replies = queue.SimpleQueue()
         self.restarts = 0
         self._favourite: tuple[str, float] | None = None  # last winner, its solve's seconds
-        self._hedged = 0  # hedged solves since the last that started everybody (a probe)
-        self._probe_after = _PROBE_FIRST  # probe once this many solves in a row were hedged
+        self._hedged = 0  # solves since the last probe or change of favourite
+        self._probe_after = _PROBE_FIRST  # probe once `_hedged` reaches this
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
 
@@ -444,8 +444,13 @@ class RacingSolver(FlowSolver):
 
     def _count_probes(self, favourite: str | None, winner: str, probe: bool) -> None:
         """Update the probe schedule after a solve that `winner` won, `favourite` the one
-        before (None: the first race of a graph)."""
-        if favourite is None or winner != favourite:
+        before (None: the first race of a graph).
+
+        A probe, whoever wins it, doubles the wait for the next (its winner is the best known
+        now); a favourite that was late, so that a held worker joined and won, starts the count
+        again, since the rounds have changed. Two solvers about as fast as each other thus still
+        see probes thin out."""
+        if favourite is None or (winner != favourite and not probe):
             self._hedged, self._probe_after = 0, _PROBE_FIRST
         elif probe:
             self._hedged, self._probe_after = 0, min(2 * self._probe_after, _PROBE_MOST)
@@ -505,19 +510,21 @@ class RacingSolver(FlowSolver):
         later = self._hold_back() if command == "apply" else []
         sent: list[tuple[_Worker, Int64Array]] = []  # and each one's base before (`load` resets)
         try:
-            idle = []
+            pick_up = []  # workers whose idle sender will take the batch at once
             for w in self._live():
                 if w not in later:
                     base = w.base
-                    if w.outbox.empty() and not w.writing.locked() and not w.deferred:
+                    idle = w.outbox.empty() and not w.writing.locked() and not w.deferred
+                    if idle and w.sender_running:
                         w.writing_batch.clear()
-                        idle.append(w)
+                        pick_up.append(w)
                     self._send(w, (command,), payload=payload)
                     sent.append((w, base))
             # An idle sender thread needs the GIL to take the batch off its queue, and the check
             # holds it for milliseconds: let it start writing first (it then needs no GIL).
-            for w in idle:
-                w.writing_batch.wait(_PICK_UP_SECONDS)
+            deadline = time.monotonic() + _PICK_UP_SECONDS
+            for w in pick_up:
+                w.writing_batch.wait(max(0.0, deadline - time.monotonic()))
             check(batch)
         except BaseException:
             for w, base in sent:
@@ -636,19 +643,23 @@ def _write_all(fd: int, data: bytes) -> None:
 def _sender(w: _Worker, _replies: object) -> None:
     """Write `w`'s commands in order; a broken pipe shows up as the receiver's end of file.
     Each write holds `w.writing`, so that the receiver never closes the socket under one."""
-    with contextlib.suppress(OSError, ValueError):
-        while True:
-            message = w.outbox.get()
-            if message is None:
-                return
-            with w.writing:
-                if w.conn.closed:
+    try:
+        with contextlib.suppress(OSError, ValueError):
+            while True:
+                message = w.outbox.get()
+                if message is None:
                     return
-                if isinstance(message, bytes):
-                    w.writing_batch.set()
-                    _write_all(w.conn.fileno(), message)  # a batch for every worker
-                else:
-                    w.conn.send(message)
+                with w.writing:
+                    if w.conn.closed:
+                        return
+                    if isinstance(message, bytes):
+                        w.writing_batch.set()
+                        _write_all(w.conn.fileno(), message)  # a batch for every worker
+                    else:
+                        w.conn.send(message)
+    finally:
+        w.sender_running = False
+        w.writing_batch.set()  # nobody waits for a sender that has stopped
 
 
 def _receiver(
