@@ -412,14 +412,13 @@ def test_hedged_start_lets_the_favourite_solve_alone(hedge: float | None) -> Non
 
 @pytest.mark.parametrize("size", [0, 1, 16384, 16385, 3 << 20])
 def test_a_framed_batch_reads_back_as_the_connection_would_send_it(size: int) -> None:
-    # Batches go out pre-framed in one write (racing._framed, racing._write_all); the worker
+    # Batches go out framed by racing._write_framed in one writev; the worker
     # reads them with Connection.recv_bytes, so the framing must be exactly send_bytes'.
     ours, theirs = socket.socketpair()
     sender, receiver = mpc.Connection(ours.detach()), mpc.Connection(theirs.detach())
     payload = os.urandom(size)
     try:
-        framed = racing._framed(payload)
-        writer = threading.Thread(target=racing._write_all, args=(sender.fileno(), framed))
+        writer = threading.Thread(target=racing._write_framed, args=(sender.fileno(), payload))
         writer.start()
         assert receiver.recv_bytes() == payload
         writer.join()
@@ -690,7 +689,7 @@ class _SlowConnection:
         self.send_bytes(b"")
 
     def fileno(self) -> int:
-        return -1  # batches are written with racing._write_all, replaced by the test
+        return -1  # batches are written with racing._write_framed, replaced by the test
 
     def recv(self) -> object:
         self.peer_gone.wait(10)
@@ -709,7 +708,7 @@ def test_a_worker_that_ends_while_a_message_is_written_to_it_is_closed_quietly(
     failures: list[BaseException | None] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
     connection = _SlowConnection()
-    monkeypatch.setattr(racing, "_write_all", lambda fd, data: connection.send_bytes(data))
+    monkeypatch.setattr(racing, "_write_framed", lambda fd, data: connection.send_bytes(data))
     flag_map = mmap.mmap(-1, 24)
     worker = racing._Worker(
         "cost-scaling",
