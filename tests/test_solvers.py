@@ -468,16 +468,22 @@ def test_a_network_built_from_a_graph_equals_one_loaded_from_its_snapshot(
         from_graph.check()
 
 
-def test_batches_that_grow_the_slot_arrays_leave_the_scratch_marks_at_zero() -> None:
-    """`mark` is scratch that every kernel leaves at zero: price refinement uses it as its
-    queue's flags and would skip a node left marked, proving a flow optimal that is not. A
-    batch whose very first row must grow the slot arrays used to count its insertions twice."""
+def _one_arc_network() -> tuple[FlowGraph, int, int, ResidualNetwork]:
+    """A task with one arc to the sink, and a network loaded from it (changes taken)."""
     g = FlowGraph()
     task, sink = g.add_node(1, NodeKind.TASK), g.add_node(-1, NodeKind.SINK)
     g.add_arc(task, sink, capacity=1, cost=1)
     network = ResidualNetwork()
     network.load(g.snapshot())
     g.discard_changes()
+    return g, task, sink, network
+
+
+def test_batches_that_grow_the_slot_arrays_leave_the_scratch_marks_at_zero() -> None:
+    """`mark` is scratch that every kernel leaves at zero: price refinement uses it as its
+    queue's flags and would skip a node left marked, proving a flow optimal that is not. A
+    batch whose very first row must grow the slot arrays used to count its insertions twice."""
+    g, task, sink, network = _one_arc_network()
     grown = 0
     for cost in range(64):
         slots = len(network.arrays.head)
@@ -492,12 +498,7 @@ def test_batches_that_grow_the_slot_arrays_leave_the_scratch_marks_at_zero() -> 
 def test_slot_arrays_grow_into_their_reserve_without_a_copy() -> None:
     """A network's arrays are the start of larger zeroed buffers: growing takes more of the
     same buffer (a copy of S90's slot arrays took 500 ms), new slots read as empty."""
-    g = FlowGraph()
-    task, sink = g.add_node(1, NodeKind.TASK), g.add_node(-1, NodeKind.SINK)
-    g.add_arc(task, sink, capacity=1, cost=1)
-    network = ResidualNetwork()
-    network.load(g.snapshot())
-    g.discard_changes()
+    g, task, sink, network = _one_arc_network()
     before = network.arrays
     while len(network.arrays.head) == len(before.head):
         g.add_arc(task, sink, capacity=1, cost=2)
