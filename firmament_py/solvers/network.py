@@ -886,6 +886,8 @@ def _reserved(size: int, dtype: npt.DTypeLike, fill: int) -> npt.NDArray[Any]:
 def _grow(array: npt.NDArray[_Scalar], size: int, fill: int) -> npt.NDArray[_Scalar]:
     """`array` lengthened to `size`, new entries `fill`: a longer view of its buffer while that
     lasts (no copy), else the start of a new one."""
+    if size <= len(array):  # never shorter: a shorter view's tail would later read as zeros
+        return array
     base = array.base
     if (
         isinstance(base, np.ndarray)
