@@ -25,8 +25,8 @@ Layout (arrays, not objects; every kernel is numba-compiled and reads `ResidualA
 * `price[v]` is the potential pi(v); a residual arc's reduced cost is `cost - pi(tail) + pi(head)`.
   Optimality is: no residual arc has negative reduced cost.
 * `mark` is scratch: every kernel leaves it all zero (price refinement's queue flags rely on it).
-* Each array is the start of a zeroed buffer four times its length and grows into it without a
-  copy (`_grow`); the untouched rest costs address space, not memory.
+* A large array is the start of a zeroed buffer four times its length and grows into it without
+  a copy (`_grow`); the untouched rest costs address space, not memory, and stays zero.
 
 A batch records what it touched (`dirty` arc ids, `fresh` node ids) so that solvers repair
 optimality only where it may have broken.
@@ -132,13 +132,16 @@ class WholeNetwork(NamedTuple):
     cost: Int64Array
 
 
-# Every array that grows is the start of a zeroed buffer `_RESERVE` times its length, and grows
-# by taking more of it, without a copy (`_grow`); only a buffer outgrown is copied. The kernel
-# maps a buffer's untouched rest lazily, so the reserve costs address space, not memory.
-# Copying incremental S90's six slot arrays as they grew took 500 ms in one round: each new
-# 40 MB array took up to 83 ms to fault in while the kernel compacted memory for the huge pages
-# numpy asks for (docs/benchmarks.md).
+# A large array (from `_RESERVE_FROM_BYTES`) is the start of a zeroed buffer `_RESERVE` times
+# its length, and grows by taking more of it, without a copy (`_grow`); only a buffer outgrown
+# is copied. Buffers that large are always fresh mappings (glibc maps anything over 32 MB
+# itself), which the kernel fills lazily, so the reserve costs address space, not memory; a
+# smaller buffer could come from reused heap, which calloc zeroes in full. Copying incremental
+# S90's six slot arrays as they grew took 500 ms in one round: each new 40 MB array took up to
+# 83 ms to fault in while the kernel compacted memory for the huge pages numpy asks for
+# (docs/benchmarks.md).
 _RESERVE = 4
+_RESERVE_FROM_BYTES = 8 << 20
 
 
 def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArrays:
@@ -744,6 +747,10 @@ class ResidualNetwork:
         code = check_structure(self.arrays)
         if code:
             raise AssertionError(f"residual network layout broken (code {code})")
+        for name, array in self.arrays._asdict().items():
+            base = array.base
+            if isinstance(base, np.ndarray) and base[len(array) :].any():
+                raise AssertionError(f"the reserve beyond {name} is not zero (`_grow` needs it)")
 
     # ------------------------------------------------------------------ growth
 
@@ -876,8 +883,10 @@ _Scalar = TypeVar("_Scalar", bound=np.generic)
 
 
 def _reserved(size: int, dtype: npt.DTypeLike, fill: int) -> npt.NDArray[Any]:
-    """An array of `size` entries `fill`: the start of a zeroed buffer `_RESERVE` times as long."""
-    view = np.zeros(max(size, 1) * _RESERVE, dtype=dtype)[:size]
+    """An array of `size` entries `fill`; if large, the start of a zeroed buffer `_RESERVE`
+    times as long."""
+    large = size * np.dtype(dtype).itemsize >= _RESERVE_FROM_BYTES
+    view = np.zeros(size * _RESERVE if large else size, dtype=dtype)[:size]
     if fill:
         view[:] = fill
     return view
@@ -891,6 +900,8 @@ def _grow(array: npt.NDArray[_Scalar], size: int, fill: int) -> npt.NDArray[_Sca
     base = array.base
     if (
         isinstance(base, np.ndarray)
+        and base.ndim == 1
+        and array.flags.c_contiguous
         and base.dtype == array.dtype
         and len(base) >= size
         and base.ctypes.data == array.ctypes.data
