@@ -154,7 +154,13 @@ def fresh_solve(algorithm: str, graph: FlowGraph) -> tuple[int, float, float, st
 
 
 def _warm(solver: FlowSolver) -> None:
-    """Let a race's workers finish compiling before the clock starts (reported separately)."""
+    """Let a race's workers finish warming up before the clock starts (reported separately).
+
+    `wait_ready` waits for every worker, as the daemon does before it serves: a solve alone
+    returns with the first worker's answer, and the other, still loading its kernels, then
+    took the next snapshot up to 200 ms late and lost the first race of the graph, which made
+    the wrong solver the hedge's favourite for the timed round."""
+    solver.wait_ready()
     g = FlowGraph()
     a, b = g.add_node(supply=1), g.add_node(supply=-1)
     g.add_arc(a, b, capacity=1, cost=1)
