@@ -216,11 +216,10 @@ def _sized(result: SolveResult, arcs: int, nodes: int) -> SolveResult:
     """Resize flow and potentials to a graph's id bounds (solvers may hold larger arrays)."""
 
     def fit(a: Int64Array, n: int) -> Int64Array:
-        if len(a) == n:
-            return a
+        if len(a) >= n:
+            return a[:n]  # the result's arrays are the caller's own: no copy needed
         out = np.zeros(n, dtype=np.int64)
-        k = min(n, len(a))
-        out[:k] = a[:k]
+        out[: len(a)] = a
         return out
 
     return SolveResult(
