@@ -34,11 +34,15 @@ class _Staller(SuccessiveShortestPathSolver):
     def _stalls_on(self, count: int) -> bool:
         return count % 2 == self.stall_parity
 
+    def _stall_seconds(self, count: int) -> float:
+        """How long solve number `count` (from 0) waits, once racing, unless cancelled."""
+        return STALL_SECONDS if self._stalls_on(count) else 0.0
+
     def _run(self) -> dict[str, float]:
         count = self._solves
         self._solves += 1
-        if self._racing and self._stalls_on(count):
-            deadline = time.monotonic() + STALL_SECONDS
+        if self._racing:
+            deadline = time.monotonic() + self._stall_seconds(count)
             while time.monotonic() < deadline:
                 if self.cancel_requested():
                     raise SolverCancelled("stalled until cancelled")
@@ -140,32 +144,15 @@ class HangOnApply(_NeverStalls):
         super().apply(changes)
 
 
-class _Sleeper(_NeverStalls):
-    """Once racing, each solve first sleeps `_seconds(count)` (stopping if cancelled)."""
-
-    def _seconds(self, count: int) -> float:
-        raise NotImplementedError
-
-    def _run(self) -> dict[str, float]:
-        if self._racing:
-            deadline = time.monotonic() + self._seconds(self._solves)
-            while time.monotonic() < deadline:
-                if self.cancel_requested():
-                    self._solves += 1
-                    raise SolverCancelled("cancelled while sleeping")
-                time.sleep(0.001)
-        return super()._run()
-
-
-class SlowOnSecond(_Sleeper):
+class SlowOnSecond(_Staller):
     """Once racing: its second solve takes a minute (unless cancelled), the others none."""
 
-    def _seconds(self, count: int) -> float:
+    def _stall_seconds(self, count: int) -> float:
         return STALL_SECONDS if count == 1 else 0.0
 
 
-class SteadyThird(_Sleeper):
+class SteadyThird(_Staller):
     """Once racing: every solve takes three tenths of a second."""
 
-    def _seconds(self, count: int) -> float:
+    def _stall_seconds(self, count: int) -> float:
         return 0.3

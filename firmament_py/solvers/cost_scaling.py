@@ -645,9 +645,9 @@ class CostScalingSolver(FlowSolver):
 
     def _certify(self, pot: Int64Array, nodes: Int64Array, limit: int, budget: int) -> int:
         """Try to prove the current flow (a refine has just left no excess) optimal, before
-        epsilon reaches 1 or at 1: -1 if it is, and the prices are then exact (`scale` times integer
-        potentials that certify it); otherwise how many nodes have an arc that violates the
-        prices rounded down to whole cost units (more than `limit`: nothing else was tried).
+        epsilon reaches 1 or at 1: -1 if it is, and the prices are then exact (`scale` times
+        integer potentials that certify it); otherwise how many nodes have an arc that violates
+        the prices rounded down to whole cost units (more than `limit`: nothing else was tried).
         The prices are unchanged unless proven; `pot` and `nodes` are work arrays.
 
         With integer costs a flow is optimal exactly when some integer potentials leave every

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 __all__ = ["GIB", "MAX_MACHINES", "ClusterCapacity", "Demand"]
 
 GIB = 1 << 30
+"""Bytes in a GiB."""
 MAX_MACHINES = 1_000_000
 """The most machines `ClusterCapacity.uniform` makes: past it a typo runs until memory runs out."""
-"""Bytes in a GiB."""
 
 
 @dataclass(frozen=True, slots=True)
