@@ -36,6 +36,7 @@ from firmament_py.solvers import (
     SolverError,
     SuccessiveShortestPathSolver,
     make_solver,
+    race_worker,
     racing,
 )
 from firmament_py.solvers.optimality import verify
@@ -735,3 +736,80 @@ def test_a_worker_that_ends_while_a_message_is_written_to_it_is_closed_quietly(
     flag_map.close()
     assert failures == []
     assert connection.closed
+
+
+def _open_descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists descriptors in /proc")
+def test_a_shared_snapshot_arrives_as_aligned_writable_views_and_leaves_no_descriptor() -> None:
+    # A load's arrays travel in a memory file the worker maps; they must come back equal, as
+    # views (not copies) that the compiled kernels take as they are (aligned, writable), and
+    # every descriptor of the file must be closed on both sides.
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=14))
+    snapshot = cluster.graph.snapshot()
+    ours, theirs = socket.socketpair()
+    sender, receiver = mpc.Connection(ours.detach()), mpc.Connection(theirs.detach())
+    before = _open_descriptors()
+    try:
+        payload, fd = racing._share(snapshot)
+        try:
+            racing._write_framed(sender.fileno(), payload)
+            racing._send_descriptor(sender.fileno(), fd)
+        finally:
+            os.close(fd)
+        message = receiver.recv()
+        assert message[0] == "shared"
+        command, batch = race_worker.take_shared(receiver, message)
+        assert command == "load" and batch.reset
+        np.testing.assert_array_equal(batch.rows, snapshot.rows)
+        assert not batch.rows.flags.owndata
+        assert batch.rows.flags.aligned and batch.rows.flags.writeable
+        batch.rows[:] = -1  # copy on write: the memory file, and the parent's rows, keep theirs
+        assert not np.array_equal(batch.rows, snapshot.rows)
+        del batch, message
+        gc.collect()  # the mapping (which holds a descriptor of its own) goes with the arrays
+        assert _open_descriptors() == before
+    finally:
+        sender.close()
+        receiver.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists descriptors in /proc")
+def test_a_sender_that_stops_closes_the_snapshots_it_never_sent() -> None:
+    worker = racing._Worker(
+        "cost-scaling",
+        process=None,  # type: ignore[arg-type]  # the sender never touches it
+        conn=mpc.Connection(os.open(os.devnull, os.O_WRONLY)),
+        flag_map=None,  # type: ignore[arg-type]
+        flag=np.zeros(3, dtype=np.int64),
+    )
+    try:
+        before = _open_descriptors()
+        rows = np.ones((4, ROW_WIDTH), dtype=np.int64)
+        payload, fd = racing._share(ChangeBatch(rows, reset=True))
+        worker.outbox.put(None)  # the sender stops first ...
+        worker.outbox.put(racing._SharedLoad(payload, fd))  # ... with a snapshot still queued
+        racing._sender(worker, None)
+        assert _open_descriptors() == before
+    finally:
+        worker.conn.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="lists descriptors in /proc")
+def test_a_race_that_loads_snapshots_and_closes_leaves_no_descriptor_open() -> None:
+    before = _open_descriptors()
+    race = RacingSolver()
+    try:
+        for seed in (3, 4, 5):
+            graph = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=seed)).graph
+            verify(graph, race.solve_graph(graph))
+    finally:
+        race.close()
+    del race  # its workers' flag mappings hold a descriptor each until it is collected
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while _open_descriptors() != before and time.monotonic() < deadline:
+        time.sleep(0.05)  # the receiver threads close the sockets once the workers have ended
+    assert _open_descriptors() == before

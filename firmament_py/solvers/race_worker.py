@@ -14,7 +14,9 @@ import json
 import mmap
 import multiprocessing.connection as mpc
 import os
+import pickle
 import signal
+import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +33,10 @@ from firmament_py.solvers.base import (
 )
 
 Int64Array = npt.NDArray[np.int64]
+
+# Offsets of a shared snapshot's buffers are multiples of this (any dtype's alignment, and a
+# cache line).
+SHARED_ALIGN = 64
 
 # The shared flag: [cancel solves numbered up to this, number of the solve running now, 1 once
 # the worker has warmed up and serves]. The solver polls the first two (its cancel flag).
@@ -84,6 +90,35 @@ def apply_delta(base: Int64Array, delta: FlowDelta) -> Int64Array:
     return out
 
 
+def take_shared(conn: mpc.Connection, message: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The `load` a `("shared", rest, [(offset, size), ...])` message stands for: its array
+    buffers are in a memory file whose descriptor follows on the socket. They become views of a
+    private (copy-on-write) mapping of that file, so a snapshot is not copied again here."""
+    _tag, rest, spans = message
+    sock = socket.socket(fileno=conn.fileno())
+    try:
+        byte, fds, _flags, _address = socket.recv_fds(sock, 1, 1)
+    finally:
+        sock.detach()  # the socket is the Connection's to close
+    if not byte:
+        raise EOFError("the socket ended before a shared snapshot's descriptor")
+    if len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        raise SolverError(f"a shared snapshot came with {len(fds)} descriptors, not 1")
+    try:
+        size = max((offset + length for offset, length in spans), default=0)
+        buffers: list[memoryview] = []
+        if size:
+            mapping = mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE)
+            whole = memoryview(mapping)
+            buffers = [whole[offset : offset + length] for offset, length in spans]
+    finally:
+        os.close(fds[0])
+    loaded: tuple[Any, ...] = pickle.loads(rest, buffers=buffers)
+    return loaded
+
+
 def _error_kind(exc: BaseException) -> str:
     for kind, cls in ERRORS.items():
         if type(exc) is cls:
@@ -119,11 +154,15 @@ def worker_main(argv: list[str]) -> None:
             return
         command = message[0]
         try:
+            if command == "shared":  # a snapshot in a memory file (see `take_shared`)
+                message = take_shared(conn, message)
+                command = message[0]
             if command == "stop":
                 conn.send(("ok",))
                 return
             if command == "load":
                 solver.load(message[1])  # a refused snapshot changes nothing, base included
+                message = ()  # drop the snapshot (and its mapping) before the next command
                 base = np.zeros(0, dtype=np.int64)
                 reply: tuple[Any, ...] = ("ok",)
             elif command == "apply":

@@ -23,6 +23,12 @@ refusal of a batch the parent refused is expected; a worker that took such a bat
 Workers a hedged start will hold back get the batch only with their next command (joining the
 race, or taking its answer).
 
+A snapshot (`load`) does not travel through the socket: its arrays are written once into a
+memory file that every worker maps (`_SharedLoad`), and the socket carries only the pickled
+rest and the file's descriptor. Through the socket, S90's 96 MB snapshot was pickled, and then
+for each worker written, read and unpickled: three more copies each, with both workers reading
+at once.
+
 Flows travel as deltas against a *base*: the flow both sides know the worker holds.
 
 * `load` resets the base to zeros; `sync` and `adopt` carry the delta to a new flow, which
@@ -74,6 +80,7 @@ from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.race_worker import (
     ERRORS,
     FLAG_BYTES,
+    SHARED_ALIGN,
     FlowDelta,
     apply_delta,
     flow_delta,
@@ -127,6 +134,16 @@ _DIED = None  # what a receiver thread reports when its worker's socket closes
 # ---------------------------------------------------------------------- parent side
 
 
+@dataclass(frozen=True)
+class _SharedLoad:
+    """A `load` for one worker: `payload` is the pickled `("shared", ...)` message that
+    `race_worker.take_shared` reads, and `fd` this worker's own descriptor of the memory file
+    holding the snapshot's arrays, sent after the payload and closed here once sent."""
+
+    payload: bytes
+    fd: int
+
+
 @dataclass(eq=False)  # a handle: equal only to itself (`w in later` must not compare arrays)
 class _Worker:
     """The parent's handle on one worker process."""
@@ -136,8 +153,9 @@ class _Worker:
     conn: mpc.Connection
     flag_map: mmap.mmap
     flag: Int64Array  # [cancel solves up to this number, the solve running now, warmed up]
-    # Commands to write, in order: a message, the bytes of a pickled one, None to end.
-    outbox: queue.SimpleQueue[tuple[Any, ...] | bytes | None] = field(
+    # Commands to write, in order: a message, the bytes of a pickled one, a snapshot in shared
+    # memory, None to end.
+    outbox: queue.SimpleQueue[tuple[Any, ...] | bytes | _SharedLoad | None] = field(
         default_factory=queue.SimpleQueue
     )
     # Commands whose replies are unread, in order: (command, solve number or 0).
@@ -503,7 +521,11 @@ class RacingSolver(FlowSolver):
         or the bound graph. That includes a check interrupted (Ctrl-C) after the workers took
         a good batch: the parent never recorded it, so they are replaced.
         """
-        payload = pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL)
+        shared_fd = -1
+        if command == "load":
+            payload, shared_fd = _share(batch)
+        else:
+            payload = pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL)
         # A worker a hedged start will hold back gets the batch only with its next command
         # (it joins the race, or takes the winner's answer): on two cores the favourite then
         # shares them with the parent alone while it applies the batch and solves.
@@ -518,7 +540,8 @@ class RacingSolver(FlowSolver):
                     if idle and w.sender_running:
                         w.writing_batch.clear()
                         pick_up.append(w)
-                    self._send(w, (command,), payload=payload)
+                    own = payload if shared_fd < 0 else _SharedLoad(payload, os.dup(shared_fd))
+                    self._send(w, (command,), payload=own)
                     sent.append((w, base))
             # An idle sender thread needs the GIL to take the batch off its queue, and the check
             # holds it for milliseconds: let it start writing first (it then needs no GIL).
@@ -531,6 +554,9 @@ class RacingSolver(FlowSolver):
                 w.owed[-1] = ("refused", 0)
                 w.base = base
             raise
+        finally:
+            if shared_fd >= 0:
+                os.close(shared_fd)  # each worker's sender holds its own duplicate
         for w in later:
             w.deferred.append(payload)
 
@@ -540,7 +566,7 @@ class RacingSolver(FlowSolver):
         message: tuple[Any, ...],
         *,
         delta: FlowDelta | None = None,
-        payload: bytes | None = None,
+        payload: bytes | _SharedLoad | None = None,
     ) -> None:
         """Queue a command for `w`, after the batches deferred for it, turning whole flows into
         deltas against its base (`delta`, if given, is that delta already; `payload`, if given,
@@ -568,7 +594,7 @@ class RacingSolver(FlowSolver):
         ours, theirs = socket.socketpair()
         for end in (ours, theirs):
             end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SOCKET_BUFFER_BYTES)
-        flag_fd = _shared_flag_fd()
+        flag_fd = _memory_file("firmament-race-flag", FLAG_BYTES)
         flag_map = mmap.mmap(flag_fd, FLAG_BYTES)
         argv = [str(theirs.fileno()), str(flag_fd), str(os.getpid()), algorithm]
         process = subprocess.Popen(
@@ -644,6 +670,40 @@ def _write_framed(fd: int, payload: bytes) -> None:
             views[0] = views[0][written:]
 
 
+def _share(batch: ChangeBatch) -> tuple[bytes, int]:
+    """`("load", batch)` for `race_worker.take_shared`: the pickled message without its array
+    buffers, which go into a new memory file (each at an offset aligned for any dtype, so the
+    worker's arrays are aligned views of its mapping); returns the message and the file."""
+    buffers: list[pickle.PickleBuffer] = []
+    rest = pickle.dumps(("load", batch), protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    offsets = []
+    end = 0
+    for raw in raws:
+        offsets.append(end)
+        end += -(-raw.nbytes // SHARED_ALIGN) * SHARED_ALIGN
+    fd = _memory_file("firmament-race-snapshot", end)
+    try:
+        for raw, offset in zip(raws, offsets, strict=True):
+            done = 0
+            while done < raw.nbytes:
+                done += os.pwrite(fd, raw[done:], offset + done)
+    except BaseException:
+        os.close(fd)
+        raise
+    spans = [(offset, raw.nbytes) for raw, offset in zip(raws, offsets, strict=True)]
+    return pickle.dumps(("shared", rest, spans), protocol=pickle.HIGHEST_PROTOCOL), fd
+
+
+def _send_descriptor(sock_fd: int, fd: int) -> None:
+    """Pass `fd` to the other end of the Unix socket `sock_fd` (one byte carries it)."""
+    sock = socket.socket(fileno=sock_fd)
+    try:
+        socket.send_fds(sock, [b"\0"], [fd])
+    finally:
+        sock.detach()  # the socket is the Connection's to close
+
+
 def _sender(w: _Worker, _replies: object) -> None:
     """Write `w`'s commands in order; a broken pipe shows up as the receiver's end of file.
     Each write holds `w.writing`, so that the receiver never closes the socket under one."""
@@ -655,8 +715,17 @@ def _sender(w: _Worker, _replies: object) -> None:
                     return
                 with w.writing:
                     if w.conn.closed:
+                        if isinstance(message, _SharedLoad):
+                            os.close(message.fd)
                         return
-                    if isinstance(message, bytes):
+                    if isinstance(message, _SharedLoad):
+                        w.writing_batch.set()
+                        try:
+                            _write_framed(w.conn.fileno(), message.payload)
+                            _send_descriptor(w.conn.fileno(), message.fd)
+                        finally:
+                            os.close(message.fd)
+                    elif isinstance(message, bytes):
                         w.writing_batch.set()
                         _write_framed(w.conn.fileno(), message)  # a batch for every worker
                     else:
@@ -664,6 +733,13 @@ def _sender(w: _Worker, _replies: object) -> None:
     finally:
         w.sender_running = False
         w.writing_batch.set()  # nobody waits for a sender that has stopped
+        while True:  # close the descriptors of snapshots that will never be sent
+            try:
+                left = w.outbox.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(left, _SharedLoad):
+                os.close(left.fd)
 
 
 def _receiver(
@@ -683,14 +759,19 @@ def _receiver(
         w.conn.close()
 
 
-def _shared_flag_fd() -> int:
-    """A file descriptor of zeroed bytes that parent and worker both map (the shared flag)."""
+def _memory_file(name: str, size: int) -> int:
+    """A descriptor of a new file of `size` zeroed bytes in memory, which other processes can
+    map (the shared flag, snapshots)."""
     if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("firmament-race-flag")
+        fd = os.memfd_create(name)
     else:  # pragma: no cover - non-Linux
-        fd, path = tempfile.mkstemp(prefix="firmament-race-")
+        fd, path = tempfile.mkstemp(prefix=name)
         os.unlink(path)
-    os.ftruncate(fd, FLAG_BYTES)
+    try:
+        os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
