@@ -733,13 +733,19 @@ def _sender(w: _Worker, _replies: object) -> None:
     finally:
         w.sender_running = False
         w.writing_batch.set()  # nobody waits for a sender that has stopped
-        while True:  # close the descriptors of snapshots that will never be sent
-            try:
-                left = w.outbox.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(left, _SharedLoad):
-                os.close(left.fd)
+        _close_unsent(w)
+
+
+def _close_unsent(w: _Worker) -> None:
+    """Empty the outbox of a worker whose sender has stopped, closing the descriptors of the
+    snapshots in it (they will never be sent)."""
+    while True:
+        try:
+            left = w.outbox.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(left, _SharedLoad):
+            os.close(left.fd)
 
 
 def _receiver(
@@ -786,6 +792,8 @@ def _stop(w: _Worker, *, graceful: bool) -> None:
         w.process.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         w.process.wait(timeout=5.0)
+    if not w.sender_running:  # anything queued since the sender stopped would stay there
+        _close_unsent(w)
     # The socket is the receiver thread's to close, once it has read the end of file: closed
     # here, its number could be reused by a new worker's socket under that thread's read.
 
