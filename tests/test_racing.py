@@ -813,3 +813,43 @@ def test_a_race_that_loads_snapshots_and_closes_leaves_no_descriptor_open() -> N
     while _open_descriptors() != before and time.monotonic() < deadline:
         time.sleep(0.05)  # the receiver threads close the sockets once the workers have ended
     assert _open_descriptors() == before
+
+
+def test_a_race_loads_and_solves_a_snapshot_of_no_rows() -> None:
+    # Its one array has zero bytes: the worker cannot map an empty memory file, and must still
+    # hand pickle the (empty) buffer it expects.
+    race = RacingSolver(hedge=None)
+    try:
+        race.load(ChangeBatch(np.zeros((0, ROW_WIDTH), dtype=np.int64), reset=True))
+        assert race.solve().cost == 0
+        assert race.restarts == 0
+    finally:
+        race.close()
+
+
+def test_a_worker_whose_snapshot_descriptor_cannot_be_sent_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The frame went out without its descriptor, so the stream is out of step: the sender ends
+    # the socket, and the next race replaces the worker from the bound graph.
+    failures = iter([True])
+    send = racing._send_descriptor
+
+    def failing_once(sock_fd: int, fd: int) -> None:
+        if next(failures, False):
+            raise OSError("too many references")
+        send(sock_fd, fd)
+
+    monkeypatch.setattr(racing, "_send_descriptor", failing_once)
+    race = RacingSolver(hedge=None)
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=6))
+        for _ in range(2):
+            result = race.solve_graph(cluster.graph)
+            verify(cluster.graph, result)
+            cluster.observe(result.flow)
+            cluster.next_round(0.05)
+        assert race.restarts == 1
+        assert all(w.sender_running for w in race._live())
+    finally:
+        race.close()

@@ -99,6 +99,7 @@ def take_shared(conn: mpc.Connection, message: tuple[Any, ...]) -> tuple[Any, ..
     try:
         byte, fds, _flags, _address = socket.recv_fds(sock, 1, 1)
     finally:
+        sock.setblocking(True)  # a default timeout set elsewhere would have made it non-blocking
         sock.detach()  # the socket is the Connection's to close
     if not byte:
         raise EOFError("the socket ended before a shared snapshot's descriptor")
@@ -108,11 +109,9 @@ def take_shared(conn: mpc.Connection, message: tuple[Any, ...]) -> tuple[Any, ..
         raise SolverError(f"a shared snapshot came with {len(fds)} descriptors, not 1")
     try:
         size = max((offset + length for offset, length in spans), default=0)
-        buffers: list[memoryview] = []
-        if size:
-            mapping = mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE)
-            whole = memoryview(mapping)
-            buffers = [whole[offset : offset + length] for offset, length in spans]
+        # A mapping cannot be empty: a snapshot of zero rows has one buffer, of zero bytes.
+        whole = memoryview(mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE) if size else bytearray())
+        buffers = [whole[offset : offset + length] for offset, length in spans]
     finally:
         os.close(fds[0])
     loaded: tuple[Any, ...] = pickle.loads(rest, buffers=buffers)
@@ -162,7 +161,6 @@ def worker_main(argv: list[str]) -> None:
                 return
             if command == "load":
                 solver.load(message[1])  # a refused snapshot changes nothing, base included
-                message = ()  # drop the snapshot (and its mapping) before the next command
                 base = np.zeros(0, dtype=np.int64)
                 reply: tuple[Any, ...] = ("ok",)
             elif command == "apply":
@@ -191,6 +189,7 @@ def worker_main(argv: list[str]) -> None:
                 reply = ("error", "error", f"unknown command {command!r}")
         except Exception as exc:  # reported to the parent, which decides what to do
             reply = ("error", _error_kind(exc), str(exc))
+        message = ()  # let a snapshot (and its shared mapping) go before the next command
         try:
             conn.send(reply)
         except (BrokenPipeError, OSError):

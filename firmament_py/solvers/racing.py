@@ -16,18 +16,18 @@ A batch (`load`, `apply`) goes out pickled once, before the parent's own check o
 `LiveIds`, the ids the workers' networks hold), because the workers check every batch
 themselves and take nothing from a bad one: the check that raises to the caller overlaps the
 workers' receiving and applying. For that overlap the batch is written with its length header
-in one system call, and the caller lets an idle sender thread start the write before it checks:
-the check holds the GIL for milliseconds, which the sender needs to take the batch off its queue
-and, with `Connection.send_bytes`, again between a large message's header and body. Their
-refusal of a batch the parent refused is expected; a worker that took such a batch is replaced.
-Workers a hedged start will hold back get the batch only with their next command (joining the
-race, or taking its answer).
+in one system call (a snapshot's descriptor follows in a second), and the caller lets an idle
+sender thread start the write before it checks: the check holds the GIL for milliseconds, which
+the sender needs to take the batch off its queue and, with `Connection.send_bytes`, again
+between a large message's header and body. Their refusal of a batch the parent refused is
+expected; a worker that took such a batch is replaced. Workers a hedged start will hold back get
+the batch only with their next command (joining the race, or taking its answer).
 
-A snapshot (`load`) does not travel through the socket: its arrays are written once into a
-memory file that every worker maps (`_SharedLoad`), and the socket carries only the pickled
-rest and the file's descriptor. Through the socket, S90's 96 MB snapshot was pickled, and then
-for each worker written, read and unpickled: three more copies each, with both workers reading
-at once.
+A snapshot (`load`, also a restarted worker's) does not travel through the socket: its arrays
+are written once into a memory file that every worker maps (`_SharedLoad`), and the socket
+carries only the pickled rest and then, in a second system call, the file's descriptor.
+Through the socket, S90's 96 MB snapshot was pickled, and then for each worker written, read
+and unpickled: three more copies each, with both workers reading at once.
 
 Flows travel as deltas against a *base*: the flow both sides know the worker holds.
 
@@ -557,7 +557,7 @@ class RacingSolver(FlowSolver):
         finally:
             if shared_fd >= 0:
                 os.close(shared_fd)  # each worker's sender holds its own duplicate
-        for w in later:
+        for w in later:  # batches only: a load is never deferred (`later` is empty)
             w.deferred.append(payload)
 
     def _send(
@@ -633,7 +633,11 @@ class RacingSolver(FlowSolver):
                 continue
             graph = self._bound_graph()
             for batch in [graph.snapshot()] if graph is not None else self._history:
-                self._send(fresh, ("load" if batch.reset else "apply", batch))
+                if batch.reset:
+                    payload, fd = _share(batch)
+                    self._send(fresh, ("load",), payload=_SharedLoad(payload, fd))
+                else:
+                    self._send(fresh, ("apply", batch))
             if self._last is not None:
                 self._send(fresh, ("sync", *self._last))
             self._send(fresh, ("solve",))
@@ -688,11 +692,11 @@ def _share(batch: ChangeBatch) -> tuple[bytes, int]:
             done = 0
             while done < raw.nbytes:
                 done += os.pwrite(fd, raw[done:], offset + done)
+        spans = [(offset, raw.nbytes) for raw, offset in zip(raws, offsets, strict=True)]
+        return pickle.dumps(("shared", rest, spans), protocol=pickle.HIGHEST_PROTOCOL), fd
     except BaseException:
         os.close(fd)
         raise
-    spans = [(offset, raw.nbytes) for raw, offset in zip(raws, offsets, strict=True)]
-    return pickle.dumps(("shared", rest, spans), protocol=pickle.HIGHEST_PROTOCOL), fd
 
 
 def _send_descriptor(sock_fd: int, fd: int) -> None:
@@ -701,39 +705,63 @@ def _send_descriptor(sock_fd: int, fd: int) -> None:
     try:
         socket.send_fds(sock, [b"\0"], [fd])
     finally:
+        sock.setblocking(True)  # a default timeout set elsewhere would have made it non-blocking
         sock.detach()  # the socket is the Connection's to close
+
+
+def _shut_down(sock_fd: int) -> None:
+    """End both directions of the socket `sock_fd` without closing it: the worker reads end of
+    file and exits, and so does the receiver thread, which reports the worker gone."""
+    sock = socket.socket(fileno=sock_fd)
+    try:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    finally:
+        sock.detach()
 
 
 def _sender(w: _Worker, _replies: object) -> None:
     """Write `w`'s commands in order; a broken pipe shows up as the receiver's end of file.
     Each write holds `w.writing`, so that the receiver never closes the socket under one."""
     try:
-        with contextlib.suppress(OSError, ValueError):
-            while True:
-                message = w.outbox.get()
-                if message is None:
-                    return
-                with w.writing:
-                    if w.conn.closed:
-                        if isinstance(message, _SharedLoad):
-                            os.close(message.fd)
-                        return
+        while True:
+            message = w.outbox.get()
+            if message is None:
+                return
+            with w.writing:
+                if w.conn.closed:
                     if isinstance(message, _SharedLoad):
-                        w.writing_batch.set()
-                        try:
-                            _write_framed(w.conn.fileno(), message.payload)
-                            _send_descriptor(w.conn.fileno(), message.fd)
-                        finally:
-                            os.close(message.fd)
-                    elif isinstance(message, bytes):
-                        w.writing_batch.set()
-                        _write_framed(w.conn.fileno(), message)  # a batch for every worker
-                    else:
-                        w.conn.send(message)
+                        os.close(message.fd)
+                    return
+                try:
+                    _write(w, message)
+                except (OSError, ValueError):
+                    # A write that failed part way (a frame without its descriptor, half a
+                    # frame) leaves the stream out of step: end the socket, so that the worker
+                    # exits and the receiver reports it gone (the next race replaces it).
+                    with contextlib.suppress(OSError, ValueError):
+                        _shut_down(w.conn.fileno())
+                    return
     finally:
         w.sender_running = False
         w.writing_batch.set()  # nobody waits for a sender that has stopped
         _close_unsent(w)
+
+
+def _write(w: _Worker, message: tuple[Any, ...] | bytes | _SharedLoad) -> None:
+    """Write one command to `w`'s socket (the caller holds `w.writing`)."""
+    if isinstance(message, _SharedLoad):
+        w.writing_batch.set()
+        try:
+            _write_framed(w.conn.fileno(), message.payload)
+            _send_descriptor(w.conn.fileno(), message.fd)
+        finally:
+            os.close(message.fd)
+    elif isinstance(message, bytes):
+        w.writing_batch.set()
+        _write_framed(w.conn.fileno(), message)  # a batch for every worker
+    else:
+        w.conn.send(message)
 
 
 def _close_unsent(w: _Worker) -> None:
