@@ -293,6 +293,10 @@ def test_flow_deltas_reproduce_the_flow(base: list[int], flow: list[int]) -> Non
     out = apply_delta(b, flow_delta(b, f))
     assert np.array_equal(out[: len(f)], f)
     assert not out[len(f) :].any()
+    assert np.array_equal(b, base)  # a new array
+    patched = apply_delta(b, flow_delta(b, f), in_place=True)
+    assert np.array_equal(patched, out)
+    assert (patched is b) == (len(base) == max(len(base), len(flow)))
 
 
 def test_caller_may_scribble_on_results(race: RacingSolver) -> None:
@@ -303,6 +307,26 @@ def test_caller_may_scribble_on_results(race: RacingSolver) -> None:
         result.flow[:] = 7  # must not leak into the workers' bookkeeping
         result.potentials[:] = -1
         cluster.next_round(0.05)
+
+
+def test_a_result_stays_as_it_was_when_later_rounds_patch_the_workers_flow() -> None:
+    # The parent patches its reference flow in place each round; results are copies of it.
+    race = RacingSolver(algorithms=STALLERS)  # the winner alternates: every path is taken
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.7, waiting=60, seed=12))
+        kept = []
+        for _ in range(5):
+            result = race.solve_graph(cluster.graph)
+            verify(cluster.graph, result)
+            kept.append((result, result.flow.copy(), result.potentials.copy()))
+            cluster.observe(result.flow)
+            cluster.next_round(0.1)
+        assert len({r.algorithm for r, _, _ in kept}) == 2
+        for result, flow, potentials in kept:
+            assert np.array_equal(result.flow, flow)
+            assert np.array_equal(result.potentials, potentials)
+    finally:
+        race.close()
 
 
 # ---------------------------------------------------------------------- deterministic races

@@ -77,9 +77,13 @@ def flow_delta(base: Int64Array, flow: Int64Array) -> FlowDelta:
     return length, changed, new[changed]
 
 
-def apply_delta(base: Int64Array, delta: FlowDelta) -> Int64Array:
-    """A new array: `base` with `delta` applied (the inverse of `flow_delta`)."""
+def apply_delta(base: Int64Array, delta: FlowDelta, *, in_place: bool = False) -> Int64Array:
+    """`base` with `delta` applied (the inverse of `flow_delta`): a new array, or with
+    `in_place` `base` itself when the length is unchanged."""
     length, changed, values = delta
+    if length == len(base) and in_place:
+        base[changed] = values
+        return base
     if length == len(base):
         out = base.copy()
     else:

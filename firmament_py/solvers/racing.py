@@ -305,19 +305,25 @@ class RacingSolver(FlowSolver):
             # Every worker died mid-race: try once more with fresh processes, then give up.
             winner, reply = self._race()
         _tag, cost, delta, potentials, solver_time, stats = reply
+        others = [w for w in self._live() if w is not winner]
+        for w in others:
+            if not w.held:
+                self._stop_solve(w)  # first: the losers give the cores back
+        # Bases are the parent's own arrays, and every worker whose base is the winner's gets
+        # the winner's delta below, so the winner's base becomes the new flow in place (no copy
+        # of a million arcs). The caller's copies come before the others' messages are queued:
+        # their sender threads would take the GIL whenever a copy let go of it.
         previous = winner.base
-        flow = apply_delta(previous, delta)
+        flow = apply_delta(previous, delta, in_place=True)
+        result_flow, result_potentials = flow.copy(), potentials.copy()
         winner.base = flow
-        for w in self._live():
-            if w is winner:
-                continue
+        for w in others:
             # A worker that held the winner's previous flow takes the winner's own delta.
             same = delta if w.base is previous else None
             if w.held:  # never started this solve: it only needs the answer
                 w.held = False
                 self._send(w, ("sync", flow, potentials), delta=same)
             else:
-                self._stop_solve(w)
                 self._send(w, ("adopt", flow, potentials), delta=same)
         self._last = (flow, potentials)
         # The favourite's time is its solve in the worker, not the race as the caller saw it:
@@ -327,8 +333,8 @@ class RacingSolver(FlowSolver):
         self._count_probes(favourite, winner.algorithm, probe)
         return SolveResult(
             cost=int(cost),
-            flow=flow.copy(),  # the caller's to keep; `flow` stays the workers' reference
-            potentials=potentials.copy(),
+            flow=result_flow,  # the caller's to keep; `flow` stays the workers' reference
+            potentials=result_potentials,
             algorithm=f"race:{winner.algorithm}",
             wall_time=time.perf_counter() - start,
             stats={**stats, "solver_time": float(solver_time), "restarts": float(self.restarts)},
