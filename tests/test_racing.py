@@ -877,3 +877,18 @@ def test_a_worker_whose_snapshot_descriptor_cannot_be_sent_is_replaced(
         assert all(w.sender_running for w in race._live())
     finally:
         race.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads a worker's environment in /proc")
+def test_workers_tune_their_allocator_unless_the_caller_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    race = RacingSolver(algorithms=("ssp",))
+    try:
+        with open(f"/proc/{race.worker_pids[0]}/environ", "rb") as file:
+            environ = file.read().split(b"\0")
+    finally:
+        race.close()
+    assert f"MALLOC_MMAP_THRESHOLD_={32 << 20}".encode() in environ
+    assert b"MALLOC_TRIM_THRESHOLD_=12345" in environ

@@ -121,6 +121,17 @@ _SOCKET_BUFFER_BYTES = 8 << 20
 # the batch itself (a backstop: the thread is usually writing within a fraction of a ms).
 _PICK_UP_SECONDS = 0.005
 
+# glibc's allocator in the workers: blocks under 32 MB come from the heap, and up to 64 MB freed
+# at its top stay there, as glibc itself settles on once a 32 MB block has been freed. A round's
+# arrays (a flow and its delta, the potentials: megabytes each) then reuse memory already
+# faulted in instead of fresh mappings, whose every page faults in again: 4 to 7 ms more a job1k
+# round once snapshots stopped being unpickled on the worker's heap (docs/benchmarks.md). Arrays
+# with a reserve (8 MB and up, so 32 MB and more with it) are still fresh, zeroed mappings.
+_WORKER_ALLOCATOR = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(64 << 20),
+}
+
 # How long a cancelled worker may go on before it is killed and replaced (checked per race).
 _CANCEL_GRACE_SECONDS = 30.0
 
@@ -607,6 +618,7 @@ class RacingSolver(FlowSolver):
             [sys.executable, "-c", _WORKER_BOOT, *argv, json.dumps(options)],
             pass_fds=(theirs.fileno(), flag_fd),
             stdin=subprocess.DEVNULL,
+            env={**_WORKER_ALLOCATOR, **os.environ},  # the caller's own settings win
         )
         theirs.close()
         os.close(flag_fd)
