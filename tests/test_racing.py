@@ -892,3 +892,15 @@ def test_workers_tune_their_allocator_unless_the_caller_has(
         race.close()
     assert f"MALLOC_MMAP_THRESHOLD_={32 << 20}".encode() in environ
     assert b"MALLOC_TRIM_THRESHOLD_=12345" in environ
+
+
+def test_a_worker_warms_as_much_heap_as_a_round_takes_but_never_a_block_glibc_would_map() -> None:
+    small = CostScalingSolver()
+    small.solve_graph(ClusterGraph(ClusterSpec(machines=10, running=0.5, waiting=20)).graph)
+    network = small.network
+    assert race_worker.heap_warm_bytes(small) == 32 * (network.arc_bound + network.node_bound)
+    large = CostScalingSolver()
+    large.load(ChangeBatch(np.zeros((0, ROW_WIDTH), dtype=np.int64), reset=True))
+    large.network._ensure(1 << 20, 1 << 20)  # a million nodes and arcs: 64 MB to warm
+    mapped_from = int(racing._WORKER_ALLOCATOR["MALLOC_MMAP_THRESHOLD_"])
+    assert 30 << 20 < race_worker.heap_warm_bytes(large) < mapped_from
