@@ -904,3 +904,27 @@ def test_a_worker_warms_as_much_heap_as_a_round_takes_but_never_a_block_glibc_wo
     large.network._ensure(1 << 20, 1 << 20)  # a million nodes and arcs: 64 MB to warm
     mapped_from = int(racing._WORKER_ALLOCATOR["MALLOC_MMAP_THRESHOLD_"])
     assert 30 << 20 < race_worker.heap_warm_bytes(large) < mapped_from
+
+
+def test_a_worker_stuck_in_a_solve_is_replaced_even_when_rounds_keep_cancelling_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each round sends the stuck worker another solve and cancels it when the other wins; the
+    # grace must still run from the first cancel it ignored.
+    monkeypatch.setattr(racing, "_CANCEL_GRACE_SECONDS", 1.0)
+    race = RacingSolver(algorithms=("ssp", "tests.stalling_solver:IgnoresCancel"), hedge=None)
+    try:
+        assert race.wait_ready(60)
+        cluster = ClusterGraph(ClusterSpec(machines=10, running=0.5, waiting=20, seed=3))
+        stuck = race.worker_pids[1]
+        deadline = time.monotonic() + 20
+        while race.restarts == 0 and time.monotonic() < deadline:
+            result = race.solve_graph(cluster.graph)
+            verify(cluster.graph, result)
+            cluster.observe(result.flow)
+            cluster.next_round(0.05)
+            time.sleep(0.2)  # rounds far closer together than the grace
+        assert race.restarts == 1
+        assert stuck not in race.worker_pids
+    finally:
+        race.close()

@@ -21,6 +21,7 @@ incremental, and without arc prioritisation; cost scaling with alpha 9 and 2) is
 from __future__ import annotations
 
 import dataclasses
+import mmap
 
 import numpy as np
 import pytest
@@ -501,7 +502,7 @@ def test_slot_arrays_grow_into_their_reserve_without_a_copy(
 ) -> None:
     """A network's large arrays are the start of larger zeroed buffers: growing takes more of
     the same buffer (a copy of S90's slot arrays took 500 ms), new slots read as empty. Small
-    arrays (under 8 MB) have no reserve: theirs might come from reused heap, zeroed in full."""
+    arrays (under 8 MB) have no reserve: from the heap, theirs would be zeroed in full."""
     small = _one_arc_network()[3].arrays.head
     assert small.base is None or len(small.base) == len(small)
     monkeypatch.setattr(network_module, "_RESERVE_FROM_BYTES", 0)  # every array is "large"
@@ -513,6 +514,8 @@ def test_slot_arrays_grow_into_their_reserve_without_a_copy(
     a = network.arrays
     for name in ("head", "mate", "label", "cost", "rescap", "paircap"):
         assert np.shares_memory(getattr(a, name), getattr(before, name)), name
+        # a mapping of its own, filled lazily by the kernel whatever the heap holds
+        assert isinstance(getattr(a, name).base.base.obj, mmap.mmap), name
     top = int(a.meta[TOP])
     assert (a.label[top:] == -1).all() and not a.head[top:].any()
     network.check()

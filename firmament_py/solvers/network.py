@@ -34,6 +34,7 @@ optimality only where it may have broken.
 
 from __future__ import annotations
 
+import mmap
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -134,14 +135,15 @@ class WholeNetwork(NamedTuple):
 
 # A large array (from `_RESERVE_FROM_BYTES`) is the start of a zeroed buffer `_RESERVE` times
 # its length, and grows by taking more of it, without a copy (`_grow`); only a buffer outgrown
-# is copied. Buffers that large are always fresh mappings (glibc maps anything over 32 MB
-# itself), which the kernel fills lazily, so the reserve costs address space, not memory; a
-# smaller buffer could come from reused heap, which calloc zeroes in full. Copying incremental
-# S90's six slot arrays as they grew took 500 ms in one round: each new 40 MB array took up to
-# 83 ms to fault in while the kernel compacted memory for the huge pages numpy asks for
-# (docs/benchmarks.md).
+# is copied. The buffer is an anonymous private mapping of its own (asking for huge pages, as
+# numpy does for large arrays), which the kernel fills lazily whatever the allocator would do,
+# so the reserve costs address space, not memory; from the heap, calloc would zero it in full.
+# Copying incremental S90's six slot arrays as they grew took 500 ms in one round: each new 40 MB
+# array took up to 83 ms to fault in while the kernel compacted memory for the huge pages numpy
+# asks for (docs/benchmarks.md).
 _RESERVE = 4
 _RESERVE_FROM_BYTES = 8 << 20
+_PRIVATE_ANONYMOUS = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(mmap, "MAP_ANON", 0))
 
 
 def empty_arrays(nodes: int = 2, arcs: int = 1, slots: int = 2) -> ResidualArrays:
@@ -885,8 +887,14 @@ _Scalar = TypeVar("_Scalar", bound=np.generic)
 def _reserved(size: int, dtype: npt.DTypeLike, fill: int) -> npt.NDArray[Any]:
     """An array of `size` entries `fill`; if large, the start of a zeroed buffer `_RESERVE`
     times as long."""
-    large = size * np.dtype(dtype).itemsize >= _RESERVE_FROM_BYTES
-    view = np.zeros(size * _RESERVE if large else size, dtype=dtype)[:size]
+    itemsize = np.dtype(dtype).itemsize
+    if size * itemsize >= _RESERVE_FROM_BYTES:
+        buffer = mmap.mmap(-1, size * _RESERVE * itemsize, flags=_PRIVATE_ANONYMOUS)
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            buffer.madvise(mmap.MADV_HUGEPAGE)
+        view = np.frombuffer(buffer, dtype=dtype)[:size]
+    else:
+        view = np.zeros(size, dtype=dtype)
     if fill:
         view[:] = fill
     return view

@@ -10,11 +10,13 @@ in `racing.py`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import multiprocessing.connection as mpc
 import os
 import pickle
+import platform
 import signal
 import socket
 from collections.abc import Mapping
@@ -38,9 +40,12 @@ Int64Array = npt.NDArray[np.int64]
 # cache line).
 SHARED_ALIGN = 64
 
-# The most heap a worker touches after a load (`_warm_heap`): under the 32 MB from which glibc
-# maps blocks of their own in the workers, whatever else it adds to a block.
-_HEAP_WARM_MAX_BYTES = (32 << 20) - (1 << 20)
+# Workers' glibc serves blocks under this many bytes from its heap (`racing._WORKER_ALLOCATOR`).
+HEAP_BLOCKS_UNDER = 32 << 20
+
+# The most heap a worker touches after a load (`_warm_heap`): under HEAP_BLOCKS_UNDER, whatever
+# else glibc adds to a block.
+_HEAP_WARM_MAX_BYTES = HEAP_BLOCKS_UNDER - (1 << 20)
 
 # The shared flag: [cancel solves numbered up to this, number of the solve running now, 1 once
 # the worker has warmed up and serves]. The solver polls the first two (its cancel flag).
@@ -129,10 +134,15 @@ def take_shared(conn: mpc.Connection, message: tuple[Any, ...]) -> tuple[Any, ..
 def _warm_heap(solver: FlowSolver) -> None:
     """Touch, once, as much heap as a round's arrays take (flows, a delta, potentials: four
     int64 entries per arc and node), and free it again: the first rounds after a load then
-    reuse those pages instead of faulting in fresh ones. The parent's allocator settings
-    (`racing._WORKER_ALLOCATOR`) keep a block this size on the heap, and keep it there once
-    freed. On job1k the favourite's solve faulted in about 600 pages without this, 50 to 90
-    with it (docs/benchmarks.md)."""
+    reuse those pages instead of faulting in fresh ones. This needs the parent's glibc settings
+    (`racing._WORKER_ALLOCATOR`), which serve a block this size from the heap and keep it there
+    once freed; under another allocator, or other settings, it is skipped. On job1k the
+    favourite's solve faulted in about 600 pages without this, 50 to 90 with it
+    (docs/benchmarks.md)."""
+    if os.environ.get("MALLOC_MMAP_THRESHOLD_") != str(HEAP_BLOCKS_UNDER):
+        return
+    if platform.libc_ver()[0] != "glibc":
+        return
     np.ones(heap_warm_bytes(solver), dtype=np.uint8)  # written: every page faults in; freed
 
 
@@ -170,6 +180,7 @@ def worker_main(argv: list[str]) -> None:
     base: Int64Array = np.zeros(0, dtype=np.int64)  # the last flow the parent knows we hold
     before_solve = base  # the base when the last solve began: what `adopt` deltas refer to
     solves = 0
+    warm = False  # warm the heap once this command's reply is sent (after a load)
     while True:
         try:
             message = conn.recv()
@@ -185,9 +196,9 @@ def worker_main(argv: list[str]) -> None:
                 return
             if command == "load":
                 solver.load(message[1])  # a refused snapshot changes nothing, base included
-                _warm_heap(solver)
                 base = np.zeros(0, dtype=np.int64)
                 reply: tuple[Any, ...] = ("ok",)
+                warm = True
             elif command == "apply":
                 solver.apply(message[1])
                 reply = ("ok",)
@@ -219,3 +230,7 @@ def worker_main(argv: list[str]) -> None:
             conn.send(reply)
         except (BrokenPipeError, OSError):
             return
+        if warm:  # after the reply: the parent's hedge clock waits for a load's answer
+            warm = False
+            with contextlib.suppress(MemoryError):  # only ever a saving
+                _warm_heap(solver)

@@ -80,6 +80,7 @@ from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.race_worker import (
     ERRORS,
     FLAG_BYTES,
+    HEAP_BLOCKS_UNDER,
     SHARED_ALIGN,
     FlowDelta,
     apply_delta,
@@ -121,14 +122,15 @@ _SOCKET_BUFFER_BYTES = 8 << 20
 # the batch itself (a backstop: the thread is usually writing within a fraction of a ms).
 _PICK_UP_SECONDS = 0.005
 
-# glibc's allocator in the workers: blocks under 32 MB come from the heap, and up to 64 MB freed
-# at its top stay there, as glibc itself settles on once a 32 MB block has been freed. A round's
-# arrays (a flow and its delta, the potentials: megabytes each) then reuse memory already
-# faulted in instead of fresh mappings, whose every page faults in again: 4 to 7 ms more a job1k
-# round once snapshots stopped being unpickled on the worker's heap (docs/benchmarks.md). Arrays
-# with a reserve (8 MB and up, so 32 MB and more with it) are still fresh, zeroed mappings.
+# glibc's allocator in the workers: blocks under 32 MB come from the heap, and freed memory at
+# its top goes back to the kernel only once more than 64 MB is free there, as glibc itself
+# settles on after freeing a mapped block of just under 32 MB. A round's arrays (a flow and its
+# delta, the potentials: megabytes each) then reuse memory already faulted in instead of fresh
+# mappings, whose every page faults in again: 4 to 7 ms more a job1k round once snapshots
+# stopped being unpickled on the worker's heap (docs/benchmarks.md). Arrays with a reserve map
+# their buffers themselves (`network._reserved`), whatever the heap holds.
 _WORKER_ALLOCATOR = {
-    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_MMAP_THRESHOLD_": str(HEAP_BLOCKS_UNDER),
     "MALLOC_TRIM_THRESHOLD_": str(64 << 20),
 }
 
@@ -173,7 +175,8 @@ class _Worker:
     owed: deque[tuple[str, int]] = field(default_factory=deque)
     solves: int = 0  # solve commands sent; the worker numbers its solves the same way
     base: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    cancelled_at: float | None = None  # when its unfinished solve was cancelled
+    # The oldest cancelled solve it still owes an answer to, and since when it has owed it.
+    cancelled_at: tuple[int, float] | None = None
     alive: bool = True
     held: bool = False  # waiting in this race for the favourite to answer (hedged start)
     # Batches for a held-back worker, not written yet (see RacingSolver._send_batch).
@@ -321,12 +324,13 @@ class RacingSolver(FlowSolver):
             if not w.held:
                 self._stop_solve(w)  # first: the losers give the cores back
         # Bases are the parent's own arrays, and every worker whose base is the winner's gets
-        # the winner's delta below, so the winner's base becomes the new flow in place (no copy
-        # of a million arcs). The caller's copies come before the others' messages are queued:
-        # their sender threads would take the GIL whenever a copy let go of it.
+        # the winner's delta below, so the winner's base becomes the new flow in place (no
+        # second copy of a million arcs). The caller's copies come first: before the patch, so
+        # that nothing between it and the messages can fail, and before the others' messages
+        # are queued, since their sender threads would take the GIL whenever a copy let go of it.
         previous = winner.base
+        result_flow, result_potentials = apply_delta(previous, delta), potentials.copy()
         flow = apply_delta(previous, delta, in_place=True)
-        result_flow, result_potentials = flow.copy(), potentials.copy()
         winner.base = flow
         for w in others:
             # A worker that held the winner's previous flow takes the winner's own delta.
@@ -504,17 +508,25 @@ class RacingSolver(FlowSolver):
         """Stop `w`'s latest solve if it is still running (its reply is still owed)."""
         if any(tag == "solve" and n == w.solves for tag, n in w.owed):
             w.flag[0] = w.solves
-            w.cancelled_at = time.monotonic()
+            if w.cancelled_at is None:  # a later cancel must not restart an older one's clock
+                w.cancelled_at = (w.solves, time.monotonic())
 
     def _replace_stuck(self) -> None:
-        """Kill workers that have ignored a cancellation for too long (they are replaced)."""
+        """Kill workers that have ignored a cancellation for too long (they are replaced).
+
+        The clock runs from the cancel of the oldest solve a worker still owes, and starts
+        again only when that solve is answered: a worker stuck in one solve keeps being sent
+        (and cancelled in) later ones, which must not keep it alive."""
         now = time.monotonic()
         for w in self._live():
             if w.cancelled_at is None:
                 continue
-            if not any(tag == "solve" and n <= w.flag[0] for tag, n in w.owed):
+            owed = [n for tag, n in w.owed if tag == "solve" and n <= w.flag[0]]
+            if not owed:
                 w.cancelled_at = None
-            elif now - w.cancelled_at > _CANCEL_GRACE_SECONDS:
+            elif min(owed) != w.cancelled_at[0]:  # it answered that one: the next one's turn
+                w.cancelled_at = (min(owed), now)
+            elif now - w.cancelled_at[1] > _CANCEL_GRACE_SECONDS:
                 self._bury(w)
 
     # ------------------------------------------------------------------ plumbing
