@@ -19,7 +19,7 @@ import pickle
 import platform
 import signal
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -103,17 +103,25 @@ def apply_delta(base: Int64Array, delta: FlowDelta, *, in_place: bool = False) -
     return out
 
 
+@contextlib.contextmanager
+def borrowed_socket(fd: int) -> Iterator[socket.socket]:
+    """A socket object for the descriptor `fd`, which stays open and blocking afterwards (it is
+    a `Connection`'s to close; a default timeout set elsewhere would make it non-blocking)."""
+    sock = socket.socket(fileno=fd)
+    try:
+        yield sock
+    finally:
+        sock.setblocking(True)
+        sock.detach()
+
+
 def take_shared(conn: mpc.Connection, message: tuple[Any, ...]) -> tuple[Any, ...]:
     """The `load` a `("shared", rest, [(offset, size), ...])` message stands for: its array
     buffers are in a memory file whose descriptor follows on the socket. They become views of a
     private (copy-on-write) mapping of that file, so a snapshot is not copied again here."""
     _tag, rest, spans = message
-    sock = socket.socket(fileno=conn.fileno())
-    try:
+    with borrowed_socket(conn.fileno()) as sock:
         byte, fds, _flags, _address = socket.recv_fds(sock, 1, 1)
-    finally:
-        sock.setblocking(True)  # a default timeout set elsewhere would have made it non-blocking
-        sock.detach()  # the socket is the Connection's to close
     if not byte:
         raise EOFError("the socket ended before a shared snapshot's descriptor")
     if len(fds) != 1:

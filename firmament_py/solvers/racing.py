@@ -84,6 +84,7 @@ from firmament_py.solvers.race_worker import (
     SHARED_ALIGN,
     FlowDelta,
     apply_delta,
+    borrowed_socket,
     flow_delta,
     make_solver_from_options,
 )
@@ -731,23 +732,15 @@ def _share(batch: ChangeBatch) -> tuple[bytes, int]:
 
 def _send_descriptor(sock_fd: int, fd: int) -> None:
     """Pass `fd` to the other end of the Unix socket `sock_fd` (one byte carries it)."""
-    sock = socket.socket(fileno=sock_fd)
-    try:
+    with borrowed_socket(sock_fd) as sock:
         socket.send_fds(sock, [b"\0"], [fd])
-    finally:
-        sock.setblocking(True)  # a default timeout set elsewhere would have made it non-blocking
-        sock.detach()  # the socket is the Connection's to close
 
 
 def _shut_down(sock_fd: int) -> None:
     """End both directions of the socket `sock_fd` without closing it: the worker reads end of
     file and exits, and so does the receiver thread, which reports the worker gone."""
-    sock = socket.socket(fileno=sock_fd)
-    try:
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-    finally:
-        sock.detach()
+    with borrowed_socket(sock_fd) as sock, contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 def _sender(w: _Worker, _replies: object) -> None:
