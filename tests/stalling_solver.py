@@ -158,20 +158,11 @@ class SteadyThird(_Staller):
         return 0.3
 
 
-class IgnoresCancel(SuccessiveShortestPathSolver):
+class IgnoresCancel(_Staller):
     """Once racing, its first solve hangs for a minute without looking at the cancel flag."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._solves = 0
-        self._racing = False
-
-    def use_cancel_flag(self, flag: Int64Array) -> None:
-        super().use_cancel_flag(flag)
-        self._racing = True
 
     def _run(self) -> dict[str, float]:
         self._solves += 1
         if self._racing and self._solves == 1:
             time.sleep(STALL_SECONDS)
-        return super()._run()
+        return SuccessiveShortestPathSolver._run(self)
