@@ -29,12 +29,14 @@ names = {
         (relaxation, "_price_by_distance_to_deficit"),
         (relaxation, "_price_by_distance_from_surplus"),
         (kernels, "seed_fresh_prices"),
+        (network, "load_flows"),
     ],
     "cost-scaling": [
         (cost_scaling, "_refine"),
         (kernels, "price_refine"),
         (cost_scaling, "_rounded_violations"),
         (kernels, "price_refine_from"),
+        (network, "load_flows"),  # a race worker's sync
     ],
     # The caller's side of a race: the graph's snapshot, the batch checks it makes itself.
     "race": [

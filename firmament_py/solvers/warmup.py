@@ -34,8 +34,8 @@ _EXTRA_PATHS: Mapping[str, tuple[Mapping[str, Any], ...]] = {
 
 
 def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
-    """Run `algorithm` (with `options`) through a load, a solve from scratch, a round of changes
-    and an incremental solve on a tiny cluster. A race's workers warm up as they start: for a
+    """Run `algorithm` (with `options`) through a load, a solve from scratch, a round of changes,
+    an incremental solve and a `sync` on a tiny cluster. A race's workers warm up as they start: for a
     race this takes only the caller's side through a round (the graph's snapshot, and the
     batch checks a race makes while its workers apply a batch). Either way it also reads a
     placement off a flow, which every scheduling round does after its solve."""
@@ -56,7 +56,8 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
             solver.load(cluster.graph.snapshot())  # how a race worker loads a graph
             cluster.observe(solver.solve_graph(cluster.graph).flow)  # how everyone else does
             cluster.next_round(churn=0.5)
-            solver.solve_graph(cluster.graph)
+            result = solver.solve_graph(cluster.graph)
+            solver.sync(result.flow, result.potentials)  # how a race worker takes an answer
             if isinstance(solver, CostScalingSolver):
                 solver.load_proof_kernels()
         finally:
