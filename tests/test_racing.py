@@ -524,21 +524,48 @@ def test_a_held_worker_that_only_took_answers_can_still_win(held_back: RacingSol
     assert held_back.restarts == 0
 
 
-def test_a_held_worker_gets_a_batch_with_its_next_command(held_back: RacingSolver) -> None:
+def test_a_held_worker_catches_up_while_the_favourite_solves(held_back: RacingSolver) -> None:
     cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=17))
     held_back.load(cluster.graph.snapshot())
     cluster.graph.discard_changes()
     held_back.solve()  # StallFirst stalls: StallFromFifth wins and is the favourite
     held = next(w for w in held_back._workers if w.algorithm == FIRST)
     favourite = next(w for w in held_back._workers if w.algorithm == FIFTH)
+    # The loser will be held back next round: the answer waits for that round's solve.
+    assert [tag for tag, _ in held.deferred] == ["adopt"]
     cluster.next_round(0.05)
     held_back.apply(cluster.graph.take_changes())
-    assert len(held.deferred) == 1
+    assert [tag for tag, _ in held.deferred] == ["adopt", "apply"]
     assert not favourite.deferred
-    result = held_back.solve()  # the favourite answers alone; the held worker gets both
+    result = held_back.solve()  # the favourite answers alone; the held worker catches up
     verify(cluster.graph, result)
-    assert not held.deferred
+    assert [tag for tag, _ in held.deferred] == ["sync"]
     assert held.solves == 1
+    # A snapshot the parent refuses changes nothing, so the deferred answer still stands;
+    # whatever comes next (here a solve with everybody, as if the favourite were late), the
+    # held worker gets it first and solves the same graph.
+    dangling = cluster.graph.snapshot().rows.copy()
+    dangling[-1, ARC_DST] = 999_999
+    with pytest.raises(BatchError, match="arc destination 999999"):
+        held_back.load(ChangeBatch(dangling, reset=True))
+    assert [tag for tag, _ in held.deferred] == ["sync"]
+    held_back.hedge = None
+    assert held_back.solve().cost == result.cost
+    assert not held.deferred
+    assert held_back.restarts == 0
+
+
+def test_a_snapshot_drops_what_was_deferred(held_back: RacingSolver) -> None:
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=18))
+    held_back.solve_graph(cluster.graph)  # StallFromFifth wins: StallFirst's adopt waits
+    held = next(w for w in held_back._workers if w.algorithm == FIRST)
+    assert held.deferred
+    cluster.next_round(0.05)
+    held_back.load(cluster.graph.snapshot())
+    cluster.graph.discard_changes()
+    assert not held.deferred
+    assert "adopt" not in [tag for tag, _ in held.owed]  # never sent
+    verify(cluster.graph, held_back.solve())
 
 
 @contextlib.contextmanager

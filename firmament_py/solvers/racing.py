@@ -180,8 +180,9 @@ class _Worker:
     cancelled_at: tuple[int, float] | None = None
     alive: bool = True
     held: bool = False  # waiting in this race for the favourite to answer (hedged start)
-    # Batches for a held-back worker, not written yet (see RacingSolver._send_batch).
-    deferred: list[bytes] = field(default_factory=list)
+    # Commands for a held-back worker, not written yet, each with what it owes a reply to: the
+    # round's batch (see RacingSolver._send_batch), the last race's answer (`_defer_answer`).
+    deferred: list[tuple[str, tuple[Any, ...] | bytes]] = field(default_factory=list)
     # Held by the sender thread while it writes, by the receiver thread while it closes.
     writing: threading.Lock = field(default_factory=threading.Lock)
     # Set by the sender thread as it starts writing a batch (see RacingSolver._send_batch).
@@ -333,20 +334,23 @@ class RacingSolver(FlowSolver):
         result_flow, result_potentials = apply_delta(previous, delta), potentials.copy()
         flow = apply_delta(previous, delta, in_place=True)
         winner.base = flow
-        for w in others:
-            # A worker that held the winner's previous flow takes the winner's own delta.
-            same = delta if w.base is previous else None
-            if w.held:  # never started this solve: it only needs the answer
-                w.held = False
-                self._send(w, ("sync", flow, potentials), delta=same)
-            else:
-                self._send(w, ("adopt", flow, potentials), delta=same)
         self._last = (flow, potentials)
         # The favourite's time is its solve in the worker, not the race as the caller saw it:
         # that includes waiting for a fresh worker's warm-up (a second), which would hold the
         # others back for as long next round. The hedge's slack covers the answer's trip back.
         self._favourite = (winner.algorithm, float(solver_time))
         self._count_probes(favourite, winner.algorithm, probe)
+        # Workers the next round holds back take the answer only once its favourite solves
+        # (`_race`): sent now, it would share the cores with the next round's batch.
+        later = self._hold_back()
+        for w in others:
+            # A worker that held the winner's previous flow takes the winner's own delta.
+            same = delta if w.base is previous else None
+            if w.held:  # never started this solve: it only needs the answer
+                w.held = False
+                self._send(w, ("sync", flow, potentials), delta=same, defer=w in later)
+            else:
+                self._send(w, ("adopt", flow, potentials), delta=same, defer=w in later)
         return SolveResult(
             cost=int(cost),
             flow=result_flow,  # the caller's to keep; `flow` stays the workers' reference
@@ -389,11 +393,14 @@ class RacingSolver(FlowSolver):
         start_held_at = None
         if held:
             start_held_at = self._hedge_start() + (_APPLY_GRACE_SECONDS if clock_waits else 0.0)
+            if not clock_waits:
+                self._catch_up(held)
         failures: list[str] = []
         died = 0
         while racing or start_held_at is not None:
             if clock_waits and not _applying(favourites):  # applied, or died
                 clock_waits, start_held_at = False, self._hedge_start()
+                self._catch_up(held)
             if start_held_at is not None and (not racing or time.monotonic() >= start_held_at):
                 # The favourite is late (or failed): the others join the race after all.
                 for x in self._live():
@@ -560,19 +567,23 @@ class RacingSolver(FlowSolver):
         # (it joins the race, or takes the winner's answer): on two cores the favourite then
         # shares them with the parent alone while it applies the batch and solves.
         later = self._hold_back() if command == "apply" else []
-        sent: list[tuple[_Worker, Int64Array]] = []  # and each one's base before (`load` resets)
+        # Each worker sent the batch, with its base and deferred commands before (a `load` resets
+        # the base and makes the deferred commands pointless, unless the check refuses it).
+        sent: list[tuple[_Worker, Int64Array, list[tuple[str, tuple[Any, ...] | bytes]]]] = []
         try:
             pick_up = []  # workers whose idle sender will take the batch at once
             for w in self._live():
                 if w not in later:
-                    base = w.base
+                    base, deferred = w.base, w.deferred
+                    if command == "load":
+                        w.deferred = []
                     idle = w.outbox.empty() and not w.writing.locked() and not w.deferred
                     if idle and w.sender_running:
                         w.writing_batch.clear()
                         pick_up.append(w)
                     own = payload if shared_fd < 0 else _SharedLoad(payload, os.dup(shared_fd))
                     self._send(w, (command,), payload=own)
-                    sent.append((w, base))
+                    sent.append((w, base, deferred))
             # An idle sender thread needs the GIL to take the batch off its queue, and the check
             # holds it for milliseconds: let it start writing first (it then needs no GIL).
             deadline = time.monotonic() + _PICK_UP_SECONDS
@@ -580,15 +591,17 @@ class RacingSolver(FlowSolver):
                 w.writing_batch.wait(max(0.0, deadline - time.monotonic()))
             check(batch)
         except BaseException:
-            for w, base in sent:
+            for w, base, deferred in sent:
                 w.owed[-1] = ("refused", 0)
                 w.base = base
+                if command == "load":
+                    w.deferred = deferred
             raise
         finally:
             if shared_fd >= 0:
                 os.close(shared_fd)  # each worker's sender holds its own duplicate
         for w in later:  # batches only: a load is never deferred (`later` is empty)
-            w.deferred.append(payload)
+            w.deferred.append(("apply", payload))
 
     def _send(
         self,
@@ -597,14 +610,13 @@ class RacingSolver(FlowSolver):
         *,
         delta: FlowDelta | None = None,
         payload: bytes | _SharedLoad | None = None,
+        defer: bool = False,
     ) -> None:
-        """Queue a command for `w`, after the batches deferred for it, turning whole flows into
-        deltas against its base (`delta`, if given, is that delta already; `payload`, if given,
-        is the whole message pickled)."""
-        for deferred in w.deferred:
-            w.owed.append(("apply", 0))
-            w.outbox.put(deferred)
-        w.deferred.clear()
+        """Queue a command for `w`, after the commands deferred for it, turning whole flows
+        into deltas against its base (`delta`, if given, is that delta already; `payload`, if
+        given, is the whole message pickled). With `defer`, it joins the deferred commands."""
+        if not defer:
+            self._flush(w)
         command = message[0]
         number = 0
         if command in ("sync", "adopt"):
@@ -616,8 +628,27 @@ class RacingSolver(FlowSolver):
         elif command == "solve":
             w.solves += 1
             number = w.solves
+        if defer:
+            w.deferred.append((str(command), message))
+            return
         w.owed.append((str(command), number))
         w.outbox.put(message if payload is None else payload)
+
+    def _catch_up(self, held: list[_Worker]) -> None:
+        """Send the held-back workers what was deferred for them (the last answer, this round's
+        batch) once the favourite has applied the batch and solves: they catch up on the other
+        core, and need only `solve` if the favourite turns out late."""
+        for w in held:
+            if w.alive and w.held:
+                self._flush(w)
+
+    @staticmethod
+    def _flush(w: _Worker) -> None:
+        """Queue the commands deferred for `w`."""
+        for tag, deferred in w.deferred:
+            w.owed.append((tag, 0))
+            w.outbox.put(deferred)
+        w.deferred.clear()
 
     def _spawn(self, algorithm: str) -> _Worker:
         options = self._options[algorithm]
