@@ -290,6 +290,10 @@ def test_registry_rejects_unknown_names_and_options() -> None:
 def test_flow_deltas_reproduce_the_flow(base: list[int], flow: list[int]) -> None:
     b = np.array(base, dtype=np.int64)
     f = np.array(flow, dtype=np.int64)
+    length, changed, _values = flow_delta(b, f)
+    padded = np.zeros((2, length), dtype=np.int64)
+    padded[0, : len(b)], padded[1, : len(f)] = b, f
+    assert np.array_equal(changed, np.flatnonzero(padded[0] != padded[1]))  # just what differs
     out = apply_delta(b, flow_delta(b, f))
     assert np.array_equal(out[: len(f)], f)
     assert not out[len(f) :].any()
