@@ -3,6 +3,7 @@ solver passes are in test_solvers.py and test_incremental.py)."""
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import event, example, given, settings
@@ -16,9 +17,11 @@ from firmament_py.solvers.cost_scaling import (
     CostScalingSolver,
     _global_update,
     _global_update_exact,
+    _lift_prices,
 )
 from firmament_py.solvers.network import ResidualArrays
 from firmament_py.solvers.optimality import verify
+from firmament_py.solvers.relaxation import RelaxationSolver
 from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
 
 from .conftest import GraphSpec, graph_specs, ortools_cost
@@ -225,3 +228,93 @@ def test_a_solve_that_reaches_epsilon_one_ends_with_proven_prices() -> None:
         assert result.stats["certified_early"] == 0
         verify(cluster.graph, result)
         assert result.cost == ortools_cost(cluster.graph)
+
+
+def _residual_arcs(a: ResidualArrays, scale: int) -> dict[int, tuple[int, int, int]]:
+    """Slot -> (tail, head, reduced cost under prices that are `scale` times the costs' unit)
+    of every residual arc between live nodes."""
+    return {
+        int(s): (int(v), int(a.head[s]), int(a.cost[s] * scale - a.price[v] + a.price[a.head[s]]))
+        for v in np.flatnonzero(a.alive)
+        for s in range(a.first[v], a.first[v] + a.deg[v])
+        if a.rescap[s] > 0
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(spec=graph_specs(), seed=st.integers(0, 2**31), optimal=st.booleans())
+def test_lifted_prices_are_the_distances_to_demand_and_break_nothing(
+    spec: GraphSpec, seed: int, optimal: bool
+) -> None:
+    """`_lift_prices` raises each price by `scale` times the node's residual distance to the
+    demand nodes (reduced costs rounded down to whole `scale` units, negative ones as 0,
+    capped at the last bucket), the unreached nodes by the largest distance; no reduced cost
+    goes below min(0, what it was). The distances are checked against networkx."""
+    graph = spec.build()
+    rng = np.random.default_rng(seed)
+    scale = 8
+    solver = CostScalingSolver()
+    solver.load(graph.snapshot())
+    a = solver.network.arrays
+    n = len(a.first)
+    if optimal:
+        try:
+            answer = SuccessiveShortestPathSolver().solve_graph(graph)
+        except InfeasibleError:
+            return
+        solver.network.set_flows(answer.flow)
+        size = min(n, len(answer.potentials))
+        a.price[:size] = answer.potentials[:size] * scale
+    else:  # any flow within the bounds, any prices (not always multiples of `scale`)
+        solver.network.set_flows(rng.integers(0, 13, graph.arc_id_bound))
+        a.price[:] = np.where(a.alive != 0, rng.integers(-40, 40, n) * rng.choice([1, scale]), 0)
+    before = a.price.copy()
+    arcs = _residual_arcs(a, scale)
+    reverse = nx.DiGraph()
+    reverse.add_nodes_from(int(v) for v in np.flatnonzero(a.alive))
+    for u, x, rc in arcs.values():  # x -> u, as long as the cheapest parallel arc
+        length = max(rc, 0) // scale
+        if not reverse.has_edge(x, u) or reverse[x][u]["w"] > length:
+            reverse.add_edge(x, u, w=length)
+    demand = [int(v) for v in np.flatnonzero(a.alive) if a.supply[v] < 0]
+    true = nx.multi_source_dijkstra_path_length(reverse, demand, weight="w") if demand else {}
+    reached = {v: min(d, n) for v, d in true.items()}  # n + 1 buckets: n is the last
+    far = max(reached.values(), default=0)
+    _lift_prices(a, scale, *(np.empty(size, dtype=np.int64) for size in (n, n + 1, n, n)))
+    for v in np.flatnonzero(a.alive):
+        assert a.price[v] - before[v] == scale * reached.get(int(v), far)
+    lifted = _residual_arcs(a, scale)  # the same slots: flows did not change
+    assert lifted.keys() == arcs.keys()
+    for slot, (_u, _x, rc) in arcs.items():
+        assert lifted[slot][2] >= min(rc, 0)
+
+
+def test_adopting_relaxations_answer_costs_cost_scaling_no_extra_relabels() -> None:
+    """A job arrives at a load-spreading cluster whose answer came from relaxation (as in a race
+    that relaxation won): with the adopted prices lifted, cost scaling's round does exactly the
+    work it does from its own answer. Unlifted, relaxation's lowest potentials cost it 3.4 times
+    the relabels' arc scans on job1k (docs/benchmarks.md); here, a little more."""
+    cluster = ClusterGraph(
+        ClusterSpec(machines=60, running=0.5, waiting=0, seed=1, shape="load-spreading")
+    )
+    graph = cluster.graph
+    snapshot = graph.snapshot()
+    graph.discard_changes()
+    cluster.submit_job(200)
+    batch = graph.take_changes()
+    donor = RelaxationSolver(incremental=True)
+    donor.load(snapshot)
+    answer = donor.solve()
+    adopted, own = CostScalingSolver(), CostScalingSolver()
+    adopted.load(snapshot)
+    adopted.sync(answer.flow, answer.potentials)
+    own.load(snapshot)
+    own.solve()
+    results = []
+    for solver in (adopted, own):
+        solver.apply(batch)
+        results.append(solver.solve())
+    verify(graph, results[0])
+    assert results[0].cost == results[1].cost
+    for stat in ("relabels", "relabel_scans"):
+        assert results[0].stats[stat] == results[1].stats[stat]

@@ -37,6 +37,7 @@ names = {
         (cost_scaling, "_rounded_violations"),
         (kernels, "price_refine_from"),
         (network, "load_flows"),  # a race worker's sync
+        (cost_scaling, "_lift_prices"),  # and its solve from the adopted answer
     ],
     # The caller's side of a race: the graph's snapshot, the batch checks it makes itself.
     "race": [

@@ -228,6 +228,91 @@ def _global_update_exact(
 
 
 @kernel
+def _lift_prices(
+    net: ResidualArrays,
+    scale: int,
+    dist: Int64Array,
+    bfirst: Int64Array,
+    bnext: Int64Array,
+    bprev: Int64Array,
+) -> None:  # pragma: no cover - compiled
+    """Raise every price by `scale` times its node's residual distance to the demand nodes,
+    with reduced costs in whole `scale` units as lengths (rounded down, negative ones as 0,
+    distances capped at the last of the `len(bfirst)` buckets), and the nodes that reach none
+    by the largest distance found. No residual arc's reduced cost goes down (a negative one can
+    only rise), so an optimal flow stays optimal and a batch's violations get no worse.
+
+    A bucket search as in `_global_update` (`bnext[v] == -2` marks a settled node): on job1k's
+    cluster 4.5 ms, where a binary heap took 24."""
+    n = len(net.first)
+    nb = len(bfirst)
+    for d in range(nb):
+        bfirst[d] = -1
+    for v in range(n):
+        dist[v] = INF
+        bnext[v] = -1
+        bprev[v] = -1
+    for v in range(n):
+        if net.alive[v] and net.supply[v] < 0:
+            dist[v] = 0
+            h = bfirst[0]
+            bnext[v] = h
+            if h >= 0:
+                bprev[h] = v
+            bfirst[0] = v
+    far = 0
+    level = 0
+    top = 0
+    while level <= top:
+        u = bfirst[level]
+        if u < 0:
+            level += 1
+            continue
+        q = bnext[u]
+        bfirst[level] = q
+        if q >= 0:
+            bprev[q] = -1
+        bnext[u] = -2  # settled
+        far = level
+        pu = net.price[u]
+        base = net.first[u]
+        for s in range(base, base + net.deg[u]):
+            if net.paircap[s] <= net.rescap[s]:
+                continue
+            x = net.head[s]
+            if bnext[x] == -2:
+                continue
+            rc = -net.cost[s] * scale - net.price[x] + pu
+            nd = level + (rc // scale if rc > 0 else 0)
+            if nd > nb - 1:
+                nd = nb - 1
+            old = dist[x]
+            if nd >= old:
+                continue
+            if old < INF:
+                p = bprev[x]
+                q = bnext[x]
+                if p >= 0:
+                    bnext[p] = q
+                else:
+                    bfirst[old] = q
+                if q >= 0:
+                    bprev[q] = p
+            dist[x] = nd
+            h = bfirst[nd]
+            bnext[x] = h
+            bprev[x] = -1
+            if h >= 0:
+                bprev[h] = x
+            bfirst[nd] = x
+            if nd > top:
+                top = nd
+    for v in range(n):
+        if net.alive[v]:
+            net.price[v] += scale * (dist[v] if bnext[v] == -2 else far)
+
+
+@kernel
 def _all_excess_reaches_deficit(
     net: ResidualArrays, queue: Int64Array, seen: Int64Array
 ) -> bool:  # pragma: no cover - compiled
@@ -583,10 +668,12 @@ class CostScalingSolver(FlowSolver):
         # or at epsilon 1): no price refine is needed to read or keep them.
         self._scaled_exact = False
         self._max_change = 0  # largest cost change in the batches since the last solve
+        self._lift_due = False  # prices adopted from another solver, not lifted yet (`_run`)
 
     # ------------------------------------------------------------------ hooks
 
     def _after_load(self) -> None:
+        self._lift_due = False
         self._fresh = True
         self._zero = True
         self._exact_valid = False
@@ -609,6 +696,7 @@ class CostScalingSolver(FlowSolver):
         self._rescale()
         n = min(len(potentials), len(a.price))
         a.price[:n] = potentials[:n] * self._scale
+        self._lift_due = True  # see _run
         self._fresh = False
         self._zero = False
         self._exact_valid = False
@@ -708,6 +796,14 @@ class CostScalingSolver(FlowSolver):
         cur, queue, inq, dist, bfirst, bnext, bprev, settled = self._work
         stats = np.zeros(10, dtype=np.int64)
         fresh = self._fresh or not self.incremental
+        if self._lift_due and not fresh:
+            # Another solver's optimal potentials can be the lowest that certify its flow
+            # (relaxation's are): from those, the job round of `bench/solvers.py`'s job1k took
+            # 3.4 times as many relabels' arc scans, 170 ms instead of 50. Raised to distances
+            # from the demand nodes, as this solver's own prices end up, it takes 50 again.
+            room = [np.empty(size, dtype=np.int64) for size in (n, n + 1, n, n)]
+            _lift_prices(a, scale, *room)
+        self._lift_due = False
         if fresh:
             if not self._zero:
                 a.price[:] = 0

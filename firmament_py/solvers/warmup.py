@@ -35,10 +35,10 @@ _EXTRA_PATHS: Mapping[str, tuple[Mapping[str, Any], ...]] = {
 
 def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
     """Run `algorithm` (with `options`) through a load, a solve from scratch, a round of changes,
-    an incremental solve and a `sync` on a tiny cluster. A race's workers warm up as they start:
-    for a race this takes only the caller's side through a round (the graph's snapshot, and the
-    batch checks a race makes while its workers apply a batch). Either way it also reads a
-    placement off a flow, which every scheduling round does after its solve."""
+    an incremental solve, a `sync` and a solve from it on a tiny cluster. A race's workers warm
+    up as they start: for a race this takes only the caller's side through a round (the graph's
+    snapshot, and the batch checks a race makes while its workers apply a batch). Either way it
+    also reads a placement off a flow, which every scheduling round does after its solve."""
     _read_a_placement()
     name = ALIASES.get(algorithm, algorithm)
     if name == "race":
@@ -58,6 +58,7 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
             cluster.next_round(churn=0.5)
             result = solver.solve_graph(cluster.graph)
             solver.sync(result.flow, result.potentials)  # how a race worker takes an answer
+            solver.solve()  # and solves from it (cost scaling lifts adopted prices first)
             if isinstance(solver, CostScalingSolver):
                 solver.load_proof_kernels()
         finally:
