@@ -21,7 +21,9 @@ sender thread start the write before it checks: the check holds the GIL for mill
 the sender needs to take the batch off its queue and, with `Connection.send_bytes`, again
 between a large message's header and body. Their refusal of a batch the parent refused is
 expected; a worker that took such a batch is replaced. Workers a hedged start will hold back get
-the batch only with their next command (joining the race, or taking its answer).
+the batch, and the last race's answer before it, only once the favourite has applied the batch
+and solves (`RacingSolver._catch_up`), or with their next command if that comes first. A `load`
+drops them once the parent's check has accepted the snapshot (one it refuses changes nothing).
 
 A snapshot (`load`, also a restarted worker's) does not travel through the socket: its arrays
 are written once into a memory file that every worker maps (`_SharedLoad`), and the socket
@@ -181,7 +183,7 @@ class _Worker:
     alive: bool = True
     held: bool = False  # waiting in this race for the favourite to answer (hedged start)
     # Commands for a held-back worker, not written yet, each with what it owes a reply to: the
-    # round's batch (see RacingSolver._send_batch), the last race's answer (`_defer_answer`).
+    # round's batch (see RacingSolver._send_batch), the last race's answer (RacingSolver.solve).
     deferred: list[tuple[str, tuple[Any, ...] | bytes]] = field(default_factory=list)
     # Held by the sender thread while it writes, by the receiver thread while it closes.
     writing: threading.Lock = field(default_factory=threading.Lock)
@@ -563,27 +565,23 @@ class RacingSolver(FlowSolver):
             payload, shared_fd = _share(batch)
         else:
             payload = pickle.dumps((command, batch), protocol=pickle.HIGHEST_PROTOCOL)
-        # A worker a hedged start will hold back gets the batch only with its next command
-        # (it joins the race, or takes the winner's answer): on two cores the favourite then
-        # shares them with the parent alone while it applies the batch and solves.
+        # A worker a hedged start will hold back gets the batch once the favourite has applied
+        # it and solves (`_catch_up`), or with its next command if that comes first: on two
+        # cores the favourite then shares them with the parent alone while it applies it.
         later = self._hold_back() if command == "apply" else []
-        # Each worker sent the batch, with its base and deferred commands before (a `load` resets
-        # the base and makes the deferred commands pointless, unless the check refuses it).
-        sent: list[tuple[_Worker, Int64Array, list[tuple[str, tuple[Any, ...] | bytes]]]] = []
+        sent: list[tuple[_Worker, Int64Array]] = []  # and each one's base before (`load` resets)
         try:
             pick_up = []  # workers whose idle sender will take the batch at once
             for w in self._live():
                 if w not in later:
-                    base, deferred = w.base, w.deferred
-                    if command == "load":
-                        w.deferred = []
+                    base = w.base
                     idle = w.outbox.empty() and not w.writing.locked() and not w.deferred
                     if idle and w.sender_running:
                         w.writing_batch.clear()
                         pick_up.append(w)
                     own = payload if shared_fd < 0 else _SharedLoad(payload, os.dup(shared_fd))
                     self._send(w, (command,), payload=own)
-                    sent.append((w, base, deferred))
+                    sent.append((w, base))
             # An idle sender thread needs the GIL to take the batch off its queue, and the check
             # holds it for milliseconds: let it start writing first (it then needs no GIL).
             deadline = time.monotonic() + _PICK_UP_SECONDS
@@ -591,15 +589,16 @@ class RacingSolver(FlowSolver):
                 w.writing_batch.wait(max(0.0, deadline - time.monotonic()))
             check(batch)
         except BaseException:
-            for w, base, deferred in sent:
+            for w, base in sent:
                 w.owed[-1] = ("refused", 0)
                 w.base = base
-                if command == "load":
-                    w.deferred = deferred
             raise
         finally:
             if shared_fd >= 0:
                 os.close(shared_fd)  # each worker's sender holds its own duplicate
+        if command == "load":  # taken: what was deferred for the graph before is pointless now
+            for w, _base in sent:
+                w.deferred.clear()
         for w in later:  # batches only: a load is never deferred (`later` is empty)
             w.deferred.append(("apply", payload))
 
@@ -615,9 +614,9 @@ class RacingSolver(FlowSolver):
         """Queue a command for `w`, after the commands deferred for it, turning whole flows
         into deltas against its base (`delta`, if given, is that delta already; `payload`, if
         given, is the whole message pickled). With `defer`, it joins the deferred commands."""
-        if not defer:
-            self._flush(w)
         command = message[0]
+        if not defer and command != "load":  # a load leaves them to `_send_batch`
+            self._flush(w)
         number = 0
         if command in ("sync", "adopt"):
             flow = message[1]
