@@ -61,6 +61,29 @@ _CERTIFIED = 9
 
 
 @kernel
+def _move_to_bucket(
+    x: int, old: int, new: int, bfirst: Int64Array, bnext: Int64Array, bprev: Int64Array
+) -> None:  # pragma: no cover - compiled
+    """Move node `x` from bucket `old` (INF: none) to the front of bucket `new`; the buckets
+    are doubly linked lists with heads in `bfirst`."""
+    if old < INF:
+        p = bprev[x]
+        q = bnext[x]
+        if p >= 0:
+            bnext[p] = q
+        else:
+            bfirst[old] = q
+        if q >= 0:
+            bprev[q] = p
+    h = bfirst[new]
+    bnext[x] = h
+    bprev[x] = -1
+    if h >= 0:
+        bprev[h] = x
+    bfirst[new] = x
+
+
+@kernel
 def _global_update(
     net: ResidualArrays,
     eps: int,
@@ -124,24 +147,8 @@ def _global_update(
                 if nd >= nb:
                     clipped = True
                     continue
-                old = dist[x]
-                if old < INF:
-                    # unlink x from bucket `old`
-                    p = bprev[x]
-                    q = bnext[x]
-                    if p >= 0:
-                        bnext[p] = q
-                    else:
-                        bfirst[old] = q
-                    if q >= 0:
-                        bprev[q] = p
+                _move_to_bucket(x, dist[x], nd, bfirst, bnext, bprev)
                 dist[x] = nd
-                h = bfirst[nd]
-                bnext[x] = h
-                bprev[x] = -1
-                if h >= 0:
-                    bprev[h] = x
-                bfirst[nd] = x
                 if nd > top:
                     top = nd
         if active > 0:
@@ -286,25 +293,10 @@ def _lift_prices(
             nd = level + (rc // scale if rc > 0 else 0)
             if nd > nb - 1:
                 nd = nb - 1
-            old = dist[x]
-            if nd >= old:
+            if nd >= dist[x]:
                 continue
-            if old < INF:
-                p = bprev[x]
-                q = bnext[x]
-                if p >= 0:
-                    bnext[p] = q
-                else:
-                    bfirst[old] = q
-                if q >= 0:
-                    bprev[q] = p
+            _move_to_bucket(x, dist[x], nd, bfirst, bnext, bprev)
             dist[x] = nd
-            h = bfirst[nd]
-            bnext[x] = h
-            bprev[x] = -1
-            if h >= 0:
-                bprev[h] = x
-            bfirst[nd] = x
             if nd > top:
                 top = nd
     for v in range(n):
