@@ -261,12 +261,8 @@ def _lift_prices(
         bprev[v] = -1
     for v in range(n):
         if net.alive[v] and net.supply[v] < 0:
+            _move_to_bucket(v, int(INF), 0, bfirst, bnext, bprev)
             dist[v] = 0
-            h = bfirst[0]
-            bnext[v] = h
-            if h >= 0:
-                bprev[h] = v
-            bfirst[0] = v
     far = 0
     level = 0
     top = 0
@@ -792,7 +788,8 @@ class CostScalingSolver(FlowSolver):
             # Another solver's optimal potentials can be the lowest that certify its flow
             # (relaxation's are): from those, the job round of `bench/solvers.py`'s job1k took
             # 3.4 times as many relabels' arc scans, 170 ms instead of 50. Raised to distances
-            # from the demand nodes, as this solver's own prices end up, it takes 50 again.
+            # from the demand nodes, where this solver's own prices end up, it does the same
+            # work as from its own answer (57 ms with the lift).
             room = [np.empty(size, dtype=np.int64) for size in (n, n + 1, n, n)]
             _lift_prices(a, scale, *room)
         self._lift_due = False
