@@ -248,8 +248,7 @@ def run_job(name: str, args: argparse.Namespace) -> list[Row]:
     # the race's target is a ratio to cost scaling alone.
     rows = {label: Row(name, label) for label in args.algorithms}
     winners: dict[str, list[str]] = {label: [] for label in args.algorithms}
-    donor = None
-    if ADOPTING in rows:
+    if ADOPTING in rows:  # the answer cost scaling adopts, once for every repetition
         donor = make_solver("relaxation", incremental=True)
         donor.load(snapshot)
         answer = donor.solve()
