@@ -69,11 +69,12 @@ class StallAlways(_Staller):
         return True
 
 
-class StallFirst(_Staller):
-    """Stalls on its first solve only."""
+class StallFirstTwo(_Staller):
+    """Stalls on its first two solves only: it loses a snapshot's first race and the first
+    incremental one, whose winner a hedged race makes its favourite."""
 
     def _stalls_on(self, count: int) -> bool:
-        return count == 0
+        return count < 2
 
 
 class StallFromFifth(_Staller):
@@ -122,26 +123,41 @@ class SlowToApply(_NeverStalls):
         return super()._run()
 
 
-class DieOnApply(_NeverStalls):
-    """Takes a second to build; once racing, its worker process exits as it applies a batch."""
+class _FailsOnSecondApply(_NeverStalls):
+    """Once racing, takes its first batch and fails on the second (`_fail`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._applied = 0
+
+    def _fail(self) -> None:
+        raise NotImplementedError
+
+    def apply(self, changes: ChangeBatch) -> None:
+        if self._racing:
+            self._applied += 1
+            if self._applied == 2:
+                self._fail()
+        super().apply(changes)
+
+
+class DieOnApply(_FailsOnSecondApply):
+    """Takes a second to build; once racing, its worker process exits as it applies its second
+    batch."""
 
     def __init__(self) -> None:
         time.sleep(1.0)
         super().__init__()
 
-    def apply(self, changes: ChangeBatch) -> None:
-        if self._racing:
-            os._exit(3)
-        super().apply(changes)
+    def _fail(self) -> None:
+        os._exit(3)
 
 
-class HangOnApply(_NeverStalls):
-    """Once racing, hangs for half a minute in every batch it applies."""
+class HangOnApply(_FailsOnSecondApply):
+    """Once racing, hangs for half a minute in its second batch."""
 
-    def apply(self, changes: ChangeBatch) -> None:
-        if self._racing:
-            time.sleep(30.0)
-        super().apply(changes)
+    def _fail(self) -> None:
+        time.sleep(30.0)
 
 
 class SlowOnSecond(_Staller):

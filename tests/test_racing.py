@@ -134,14 +134,18 @@ def test_bad_batches_are_refused_and_the_race_goes_on(race: RacingSolver) -> Non
     assert race.worker_pids == pids
 
 
+@pytest.mark.parametrize("rounds", [0, 1])
 def test_a_worker_that_took_a_batch_the_parent_refused_is_replaced(
-    race: RacingSolver, monkeypatch: pytest.MonkeyPatch
+    race: RacingSolver, monkeypatch: pytest.MonkeyPatch, rounds: int
 ) -> None:
     # Parent and workers apply the same rules, so this needs a parent whose check disagrees.
     cluster = ClusterGraph(ClusterSpec(machines=40, running=0.5, waiting=80, seed=9))
     race.load(cluster.graph.snapshot())
     cluster.graph.discard_changes()
     before = race.solve().cost
+    for _ in range(rounds):  # an incremental round, here without changes, names the favourite
+        race.apply(ChangeBatch.empty())
+        assert race.solve().cost == before
     pids = race.worker_pids
     arc = int(cluster.graph.arc_ids()[0])
 
@@ -155,10 +159,11 @@ def test_a_worker_that_took_a_batch_the_parent_refused_is_replaced(
     result = race.solve()  # from workers replaced from the history, which lacks the batch
     assert result.cost == before
     verify(cluster.graph, result)
-    # Only the favourite had the batch: a hedged race sends it to the others only once the
-    # parent has taken it (and then while the favourite solves).
-    assert race.restarts == 1
-    assert len(set(race.worker_pids) & set(pids)) == 1
+    # With a favourite, only it had the batch: a hedged race sends it to the others only once
+    # the parent has taken it (and then while the favourite solves). After a snapshot's first
+    # race there is none, and every worker took it.
+    assert race.restarts == (2 if rounds == 0 else 1)
+    assert len(set(race.worker_pids) & set(pids)) == rounds
 
 
 def test_killed_worker_is_replaced_from_a_snapshot(race: RacingSolver) -> None:
@@ -420,22 +425,22 @@ def test_registry_imports_solvers_by_path() -> None:
 
 @pytest.mark.parametrize("hedge", [1e6, None])
 def test_hedged_start_lets_the_favourite_solve_alone(hedge: float | None) -> None:
-    # After the first race the favourite (ssp) starts alone; the staller would only join if ssp
-    # took longer than `hedge` times its last solve (a huge factor here, so that a slow test
-    # machine cannot make it join), so with hedging it does not start again in these four rounds
-    # (the first probe would come at the sixth), while without it every round starts it (and
-    # cancels it).
+    # Once ssp has won an incremental round (the second) it starts alone; the staller would only
+    # join if ssp took longer than `hedge` times its last solve (a huge factor here, so that a
+    # slow test machine cannot make it join), so with hedging it does not start again in the
+    # next rounds (the first probe would come at the seventh), while without it every round
+    # starts it (and cancels it).
     race = RacingSolver(algorithms=("ssp", "tests.stalling_solver:StallAlways"), hedge=hedge)
     try:
         cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=14))
-        for _ in range(4):
+        for _ in range(5):
             result = race.solve_graph(cluster.graph)
             verify(cluster.graph, result)
             assert result.algorithm == "race:ssp"
             cluster.observe(result.flow)
             cluster.next_round(0.05)
         staller = next(w for w in race._workers if w.algorithm.endswith("StallAlways"))
-        assert staller.solves == (1 if hedge is not None else 4)
+        assert staller.solves == (2 if hedge is not None else 5)
     finally:
         race.close()
 
@@ -464,6 +469,7 @@ def test_a_probe_finds_a_solver_that_has_become_faster_than_the_favourite() -> N
     slow, steady = "tests.stalling_solver:SlowOnSecond", "tests.stalling_solver:SteadyThird"
     race = RacingSolver(algorithms=(slow, steady))
     try:
+        assert race.wait_ready(timeout=60)  # else a late warm-up could lose the first race
         cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=18))
         winners = []
         for _ in range(8):
@@ -498,15 +504,30 @@ def test_probes_come_less_often_and_a_late_favourite_brings_them_back() -> None:
     race.close()
 
 
-FIRST, FIFTH = "tests.stalling_solver:StallFirst", "tests.stalling_solver:StallFromFifth"
+FIRST, FIFTH = "tests.stalling_solver:StallFirstTwo", "tests.stalling_solver:StallFromFifth"
 
 
 @pytest.fixture
 def held_back() -> Iterator[RacingSolver]:
-    """StallFirst loses the first race, so StallFromFifth is the favourite until it stalls."""
+    """StallFirstTwo loses the first two races, so from the second on StallFromFifth is the
+    favourite until it stalls."""
     solver = RacingSolver(algorithms=(FIRST, FIFTH))
     yield solver
     solver.close()
+
+
+def _name_the_favourite(race: RacingSolver, cluster: ClusterGraph) -> None:
+    """Load the cluster and solve it, then one incremental round: its winner is the favourite.
+    A snapshot's first race names none, so its loser gets the answer at once."""
+    race.load(cluster.graph.snapshot())
+    cluster.graph.discard_changes()
+    cluster.observe(race.solve().flow)
+    assert race._favourite is None
+    assert not any(w.deferred for w in race._workers)
+    cluster.next_round(0.05)
+    race.apply(cluster.graph.take_changes())
+    cluster.observe(race.solve().flow)
+    assert race._favourite is not None
 
 
 def test_a_held_worker_that_only_took_answers_can_still_win(held_back: RacingSolver) -> None:
@@ -525,15 +546,13 @@ def test_a_held_worker_that_only_took_answers_can_still_win(held_back: RacingSol
         cluster.next_round(0.05)
     assert winners == [FIFTH] * 4 + [FIRST]
     held = next(w for w in held_back._workers if w.algorithm == FIRST)
-    assert held.solves == 2  # the first race, and the one it joined
+    assert held.solves == 3  # the first two races, and the one it joined
     assert held_back.restarts == 0
 
 
 def test_a_held_worker_catches_up_while_the_favourite_solves(held_back: RacingSolver) -> None:
     cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=17))
-    held_back.load(cluster.graph.snapshot())
-    cluster.graph.discard_changes()
-    held_back.solve()  # StallFirst stalls: StallFromFifth wins and is the favourite
+    _name_the_favourite(held_back, cluster)  # StallFromFifth
     held = next(w for w in held_back._workers if w.algorithm == FIRST)
     favourite = next(w for w in held_back._workers if w.algorithm == FIFTH)
     # The loser will be held back next round: the answer waits for that round's solve.
@@ -545,7 +564,7 @@ def test_a_held_worker_catches_up_while_the_favourite_solves(held_back: RacingSo
     result = held_back.solve()  # the favourite answers alone; the held worker catches up
     verify(cluster.graph, result)
     assert [tag for tag, _ in held.deferred] == ["sync"]
-    assert held.solves == 1
+    assert held.solves == 2
     # A snapshot the parent refuses changes nothing, so the deferred answer still stands;
     # whatever comes next (here a solve with everybody, as if the favourite were late), the
     # held worker gets it first and solves the same graph.
@@ -562,8 +581,8 @@ def test_a_held_worker_catches_up_while_the_favourite_solves(held_back: RacingSo
 def _the_held_worker_wins_once_the_favourite_stalls(
     race: RacingSolver, cluster: ClusterGraph
 ) -> list[tuple[str, Any]]:
-    """Solve rounds until StallFromFifth stalls and StallFirst wins; every answer is verified.
-    Returns what StallFirst still has deferred, which should be nothing."""
+    """Solve rounds until StallFromFifth stalls and StallFirstTwo wins; every answer is
+    verified. Returns what StallFirstTwo still has deferred, which should be nothing."""
     held = next(w for w in race._workers if w.algorithm == FIRST)
     for _ in range(4):
         result = race.solve()
@@ -573,7 +592,7 @@ def _the_held_worker_wins_once_the_favourite_stalls(
         cluster.observe(result.flow)
         cluster.next_round(0.05)
         race.apply(cluster.graph.take_changes())
-    raise AssertionError("StallFirst never won")
+    raise AssertionError("StallFirstTwo never won")
 
 
 def test_a_load_that_fails_part_way_keeps_what_was_deferred(
@@ -582,9 +601,7 @@ def test_a_load_that_fails_part_way_keeps_what_was_deferred(
     # A load that fails before the parent's check (here: no descriptor for the first worker's
     # snapshot, the held one's) never reached it: what was deferred for it must still be sent.
     cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=17))
-    held_back.load(cluster.graph.snapshot())
-    cluster.graph.discard_changes()
-    cluster.observe(held_back.solve().flow)
+    _name_the_favourite(held_back, cluster)
     held = next(w for w in held_back._workers if w.algorithm == FIRST)
     assert [tag for tag, _ in held.deferred] == ["adopt"]
     real_dup, calls = os.dup, []
@@ -609,26 +626,64 @@ def test_a_load_that_fails_part_way_keeps_what_was_deferred(
 
 def test_a_snapshot_drops_what_was_deferred(held_back: RacingSolver) -> None:
     cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=18))
-    held_back.solve_graph(cluster.graph)  # StallFromFifth wins: StallFirst's adopt waits
+    _name_the_favourite(held_back, cluster)  # StallFromFifth: StallFirstTwo's adopt waits
     held = next(w for w in held_back._workers if w.algorithm == FIRST)
     assert held.deferred
+    sent = [tag for tag, _ in held.owed]
     cluster.next_round(0.05)
     held_back.load(cluster.graph.snapshot())
     cluster.graph.discard_changes()
     assert not held.deferred
-    assert "adopt" not in [tag for tag, _ in held.owed]  # never sent
+    assert [tag for tag, _ in held.owed] == [*sent, "load"]  # the adopt was never sent
     verify(cluster.graph, held_back.solve())
 
 
+def test_a_round_much_larger_than_recent_ones_races_everybody() -> None:
+    # A big job arriving after small rounds (about 200 rows each): the favourite of small
+    # rounds may crawl on it, so the round starts everybody, and the held worker gets its
+    # deferred answer with the job's batch.
+    never = "tests.stalling_solver:StallAlways"
+    race = RacingSolver(algorithms=("ssp", never), hedge=1e6)
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=19))
+        _name_the_favourite(race, cluster)  # ssp: the staller never answers
+        staller = next(w for w in race._workers if w.algorithm == never)
+        for _ in range(2):
+            cluster.next_round(0.05)
+            race.apply(cluster.graph.take_changes())
+            assert race._hold_back() == [staller]
+            cluster.observe(race.solve().flow)
+        assert staller.solves == 2 and staller.deferred
+        cluster.submit_job(200)
+        job = cluster.graph.take_changes()
+        assert len(job) > 4 * 256
+        race.apply(job)
+        assert race._hold_back() == [] and not staller.deferred
+        result = race.solve()
+        verify(cluster.graph, result)
+        assert result.algorithm == "race:ssp"
+        assert staller.solves == 3
+        # Now that the job's round is a recent one, another like it is not outsized.
+        cluster.submit_job(200)
+        race.apply(cluster.graph.take_changes())
+        assert race._hold_back() == [staller]
+        verify(cluster.graph, race.solve())
+        assert staller.solves == 3
+    finally:
+        race.close()
+
+
 @contextlib.contextmanager
-def _second_round(favourite: str, other: str, seed: int) -> Iterator[tuple[RacingSolver, str]]:
-    """A race of `favourite` and `other` whose first round `favourite` wins: yields the race
-    and the winner of its second round, whose answer is checked."""
+def _third_round(favourite: str, other: str, seed: int) -> Iterator[tuple[RacingSolver, str]]:
+    """A race of `favourite` and `other` whose first two rounds `favourite` wins (the second
+    names it the favourite): yields the race and the winner of its third round, whose answer
+    is checked."""
     race = RacingSolver(algorithms=(favourite, other))
     try:
         cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=seed))
-        assert _winner(race.solve_graph(cluster.graph).algorithm) == favourite
-        cluster.next_round(0.1)
+        for _ in range(2):
+            assert _winner(race.solve_graph(cluster.graph).algorithm) == favourite
+            cluster.next_round(0.1)
         result = race.solve_graph(cluster.graph)
         verify(cluster.graph, result)
         yield race, _winner(result.algorithm)
@@ -637,22 +692,22 @@ def _second_round(favourite: str, other: str, seed: int) -> Iterator[tuple[Racin
 
 
 def test_the_hedge_clock_waits_for_the_favourite_to_apply_its_batch() -> None:
-    # SlowToApply wins the first race in 0.5 s (StallAlways never answers), so the other joins
-    # a later race after 1.5 x 0.5 + 0.05 s. Its next batch takes 2 s to apply and its solve
-    # 0.1 s: counted from the apply, the favourite answers well inside the delay.
+    # SlowToApply wins the first two races (StallAlways never answers), the second in 0.1 s, so
+    # the other joins a later race after 1.5 x 0.1 + 0.05 s. Its next batch takes 2 s to apply
+    # and its solve 0.1 s: counted from the apply, the favourite answers well inside the delay.
     slow, never = "tests.stalling_solver:SlowToApply", "tests.stalling_solver:StallAlways"
-    with _second_round(slow, never, seed=22) as (race, winner):
+    with _third_round(slow, never, seed=22) as (race, winner):
         assert winner == slow
         held = next(w for w in race._workers if w.algorithm == never)
-        assert held.solves == 1  # the first race only: it was never started in the second
+        assert held.solves == 2  # the first two races only: it was never started in the third
 
 
 def test_held_workers_start_at_once_when_the_favourite_dies_applying_its_batch() -> None:
-    # DieOnApply wins the first race (StallEven stalls on its first solve) and dies applying
-    # the next batch. StallEven, held back, must start then and not wait for the replacement,
+    # DieOnApply wins the first two races (StallFirstTwo stalls in both) and dies applying the
+    # next batch. StallFirstTwo, held back, must start then and not wait for the replacement,
     # which takes two seconds to start and a load before it could solve.
-    dies, held = "tests.stalling_solver:DieOnApply", "tests.stalling_solver:StallEven"
-    with _second_round(dies, held, seed=23) as (race, winner):
+    dies, held = "tests.stalling_solver:DieOnApply", FIRST
+    with _third_round(dies, held, seed=23) as (race, winner):
         assert winner == held
         assert race.restarts == 1
 
@@ -661,8 +716,8 @@ def test_held_workers_start_after_a_grace_when_the_favourite_hangs_applying(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(racing, "_APPLY_GRACE_SECONDS", 0.5)
-    hangs, held = "tests.stalling_solver:HangOnApply", "tests.stalling_solver:StallEven"
-    with _second_round(hangs, held, seed=24) as (_, winner):  # without the backstop: 30 s
+    hangs, held = "tests.stalling_solver:HangOnApply", FIRST
+    with _third_round(hangs, held, seed=24) as (_, winner):  # without the backstop: 30 s
         assert winner == held
 
 
@@ -757,11 +812,14 @@ def test_hedge_must_be_a_finite_non_negative_number(hedge: float) -> None:
 
 
 def test_the_hedge_delay_counts_the_favourites_solve_not_the_warm_up() -> None:
-    # The first race of a fresh RacingSolver waits for its workers to warm up (about a second);
+    # The first races of a fresh RacingSolver wait for its workers to warm up (about a second);
     # were that counted, the others would be held back that long in the next round.
     race = RacingSolver()
     try:
         cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=15))
+        race.solve_graph(cluster.graph)  # a snapshot's first race: no favourite
+        assert race._favourite is None
+        cluster.next_round(0.05)
         start = time.perf_counter()
         result = race.solve_graph(cluster.graph)
         seen = time.perf_counter() - start

@@ -39,7 +39,10 @@ Flows travel as deltas against a *base*: the flow both sides know the worker hol
   follows its `solve` is a delta against the base *before* that solve, which both sides keep.
 
 A hedged start (`hedge`) lets the last winner solve alone for a while before the others join,
-with an occasional probe that starts everybody at once: see `RacingSolver._hold_back`.
+with an occasional probe that starts everybody at once: see `RacingSolver._hold_back`. Only the
+winner of an incremental round counts: a snapshot's first race is often won by whichever worker
+finished loading first. A round whose batches are much larger than recent rounds' (a big job
+arriving) races everybody too: the favourite of small rounds may crawl on it.
 
 Cancellation is numbered: the worker writes the number of the solve it is running into the
 second slot of the shared flag, and the parent cancels solve `g` by writing `g` into the first;
@@ -115,6 +118,16 @@ _HEDGE_SLACK_SECONDS = 0.05
 # and a favourite that turns out late (a held worker joins and wins) starts the count again.
 _PROBE_FIRST = 4
 _PROBE_MOST = 64
+
+# Outsized rounds: a round whose batches hold more than _OUTSIZED_FACTOR times as many rows as
+# the largest of the last _RECENT_ROUNDS rounds (or than _OUTSIZED_FACTOR x _OUTSIZED_FLOOR)
+# starts everybody at once. Relaxation wins incremental S90's rounds of 1% churn, and a job of
+# 10,000 tasks arriving there takes it 1.5 to 2 times cost scaling's time (docs/benchmarks.md):
+# with relaxation the favourite, a hedge would make that round cost its delay plus cost
+# scaling's time.
+_OUTSIZED_FACTOR = 4
+_OUTSIZED_FLOOR = 256
+_RECENT_ROUNDS = 8
 
 # Each end's send buffer: room for a round's batch or answer (megabytes) in one write, so that
 # the writer does not wait for the reader to drain the usual 200 KB a piece. The kernel caps it
@@ -201,9 +214,10 @@ class RacingSolver(FlowSolver):
 
     `algorithms` names the contenders (usually two), by default relaxation and incremental
     cost scaling; `options` maps an algorithm name to keyword arguments for its constructor.
-    `hedge`: after the first race, the last winner starts alone and the others join after
-    `hedge` times its last solve time (plus 50 ms), except on probes (after 4 hedged solves in
-    a row, then 8, 16 and so on up to 64); None starts everybody at once.
+    `hedge`: once a race of an incremental round has a winner, the last winner starts alone
+    and the others join after `hedge` times its last solve time (plus 50 ms), except on probes
+    (after 4 hedged solves in a row, then 8, 16 and so on up to 64) and on rounds much larger
+    than recent ones; None starts everybody at once.
     """
 
     algorithm = "race"
@@ -240,6 +254,9 @@ class RacingSolver(FlowSolver):
         self._favourite: tuple[str, float] | None = None  # last winner, its solve's seconds
         self._hedged = 0  # solves since the last probe or change of favourite
         self._probe_after = _PROBE_FIRST  # probe once `_hedged` reaches this
+        self._from_scratch = True  # the next solve is a snapshot's first: it names no favourite
+        self._round_rows = 0  # rows of the batches taken since the last solve
+        self._recent_rows: deque[int] = deque(maxlen=_RECENT_ROUNDS)  # of the last rounds
         self._workers = [self._spawn(name) for name in self.algorithms]
         self._finalizer = weakref.finalize(self, _shutdown, self._workers)
 
@@ -251,6 +268,8 @@ class RacingSolver(FlowSolver):
         self._last = None
         self._favourite = None
         self._hedged, self._probe_after = 0, _PROBE_FIRST
+        self._from_scratch, self._round_rows = True, 0
+        self._recent_rows.clear()
         self._loaded = True
 
     def apply(self, changes: ChangeBatch) -> None:
@@ -278,6 +297,7 @@ class RacingSolver(FlowSolver):
         for w in self._live():
             self._send(w, ("sync", flow, potentials))
         self._last = (flow, potentials)  # what a restarted worker is synced to
+        self._from_scratch = False
 
     def potentials(self) -> Int64Array:
         if self._last is None:
@@ -323,6 +343,9 @@ class RacingSolver(FlowSolver):
             # Every worker died mid-race: try once more with fresh processes, then give up.
             winner, reply = self._race()
         _tag, cost, delta, potentials, solver_time, stats = reply
+        from_scratch, self._from_scratch = self._from_scratch, False
+        self._recent_rows.append(self._round_rows)
+        self._round_rows = 0
         others = [w for w in self._live() if w is not winner]
         for w in others:
             if not w.held:
@@ -340,7 +363,8 @@ class RacingSolver(FlowSolver):
         # The favourite's time is its solve in the worker, not the race as the caller saw it:
         # that includes waiting for a fresh worker's warm-up (a second), which would hold the
         # others back for as long next round. The hedge's slack covers the answer's trip back.
-        self._favourite = (winner.algorithm, float(solver_time))
+        # A snapshot's first race says little: who wins it is often who finished loading first.
+        self._favourite = None if from_scratch else (winner.algorithm, float(solver_time))
         self._count_probes(favourite, winner.algorithm, probe)
         # Workers the next round holds back take the answer only once its favourite solves
         # (`_race`): sent now, it would share the cores with the next round's batch.
@@ -468,8 +492,9 @@ class RacingSolver(FlowSolver):
             raise _AllWorkersDiedError("; ".join(failures))
         raise SolverError("every racing solver failed: " + "; ".join(failures or ["no workers"]))
 
-    def _hold_back(self) -> list[_Worker]:
-        """The workers that wait while the last winner solves alone (hedged start).
+    def _hold_back(self, more_rows: int = 0) -> list[_Worker]:
+        """The workers that wait while the last winner solves alone (hedged start), if the
+        round's batches so far and `more_rows` more make the next solve's round.
 
         On two cores a full race slows the usual winner down: every worker applies each batch
         and solves at once, sharing caches and memory bandwidth with the others and the caller.
@@ -477,14 +502,23 @@ class RacingSolver(FlowSolver):
         answered within `hedge` times its last solve time (plus 50 ms) once it has applied the
         round's batch: the race then costs little while the favourite stays fast, and still
         catches a round where it degrades. Now and then a solve holds nobody back (a probe,
-        see _PROBE_FIRST), to find out whether another solver has become the faster.
+        see _PROBE_FIRST), to find out whether another solver has become the faster; so does
+        an outsized round (see _OUTSIZED_FACTOR), and every round until one that was not a
+        snapshot's first has a winner.
         """
         if self.hedge is None or self._favourite is None or self._probe_due():
+            return []
+        if self._outsized(self._round_rows + more_rows):
             return []
         live = self._live()
         if not any(w.algorithm == self._favourite[0] for w in live):
             return []
         return [w for w in live if w.algorithm != self._favourite[0]]
+
+    def _outsized(self, rows: int) -> bool:
+        """Whether a round of `rows` rows is much larger than the recent ones."""
+        usual = max(_OUTSIZED_FLOOR, max(self._recent_rows, default=0))
+        return rows > _OUTSIZED_FACTOR * usual
 
     def _probe_due(self) -> bool:
         """Whether the next solve starts everybody at once to see if the favourite is still the
@@ -568,7 +602,7 @@ class RacingSolver(FlowSolver):
         # A worker a hedged start will hold back gets the batch once the favourite has applied
         # it and solves (`_catch_up`), or with its next command if that comes first: on two
         # cores the favourite then shares them with the parent alone while it applies it.
-        later = self._hold_back() if command == "apply" else []
+        later = self._hold_back(len(batch)) if command == "apply" else []
         sent: list[tuple[_Worker, Int64Array]] = []  # and each one's base before (`load` resets)
         try:
             pick_up = []  # workers whose idle sender will take the batch at once
@@ -599,6 +633,8 @@ class RacingSolver(FlowSolver):
         if command == "load":  # taken: what was deferred for the graph before is pointless now
             for w, _base in sent:
                 w.deferred.clear()
+        else:
+            self._round_rows += len(batch)
         for w in later:  # batches only: a load is never deferred (`later` is empty)
             w.deferred.append(("apply", payload))
 
