@@ -16,7 +16,10 @@ Scenarios (issue 2; Firmament OSDI'16 figures 7, 8, 9, 14, 16):
     ls50       s50 as a load-spreading graph
     job1k..    load-spreading at 50%, solved; then one job of 1,000 / 5,000 / 10,000 tasks
                arrives as a round of changes (apply + solve timed); with the algorithm
-               "cost-scaling<-relaxation", cost scaling starts from relaxation's answer
+               "cost-scaling<-relaxation", cost scaling starts from relaxation's answer;
+               with --job-after N, N untimed rounds of --churn come before the job (a
+               daemon's small rounds, whose winner a race makes its favourite)
+    qjob1k..   the same on s90's Quincy-shaped cluster (90% running, 3,000 waiting)
     inc90      incremental rounds on s90, each finishing 1% of tasks and submitting as many
 """
 
@@ -127,6 +130,9 @@ def spec_for(name: str, machines: int, seed: int) -> tuple[ClusterSpec, int]:
         return ClusterSpec(
             machines=machines, running=0.5, waiting=0, shape="load-spreading", seed=seed
         ), size
+    if name.startswith("qjob"):
+        size = int(name[4:].replace("k", "000"))
+        return ClusterSpec(machines=machines, running=0.9, waiting=waiting, seed=seed), size
     raise SystemExit(f"unknown scenario {name!r}")
 
 
@@ -237,17 +243,24 @@ def run_job(name: str, args: argparse.Namespace) -> list[Row]:
     graph = cluster.graph
     snapshot = graph.snapshot()
     graph.discard_changes()
+    rounds = _rounds_before_the_job(cluster, snapshot, args)
     cluster.submit_job(job)
     batch = graph.take_changes()
+    before = ""
+    if rounds:
+        each = statistics.median(len(b) for b in rounds)
+        before = f" after {len(rounds)} rounds of {args.churn:.2%} churn ({each:,.0f} rows each)"
     print(
         f"# {name}: {graph.num_nodes:,} nodes, {graph.num_arcs:,} arcs after a job of "
-        f"{job:,} tasks arrives at a 50% full load-spreading cluster",
+        f"{job:,} tasks ({len(batch):,} rows) arrives at a {spec.running:.0%} full {spec.shape} "
+        "cluster" + before,
         flush=True,
     )
     # Repetitions outermost, so that every algorithm sees the same stretch of the VM's drift:
     # the race's target is a ratio to cost scaling alone.
     rows = {label: Row(name, label) for label in args.algorithms}
     winners: dict[str, list[str]] = {label: [] for label in args.algorithms}
+    round_winners: list[str] = []  # the race's, of the rounds before the job
     if ADOPTING in rows:  # the answer cost scaling adopts, once for every repetition
         donor = make_solver("relaxation", incremental=True)
         donor.load(snapshot)
@@ -263,6 +276,11 @@ def run_job(name: str, args: argparse.Namespace) -> list[Row]:
                     solver.sync(answer.flow, answer.potentials)
                 else:
                     solver.solve()
+                for changes in rounds:
+                    solver.apply(changes)
+                    won = solver.solve().algorithm
+                    if label == "race":
+                        round_winners.append(won)
                 start = time.perf_counter()
                 solver.apply(batch)
                 result = solver.solve()
@@ -281,6 +299,11 @@ def run_job(name: str, args: argparse.Namespace) -> list[Row]:
                 f"{w.split(':')[-1]} x{winners[label].count(w)}"
                 for w in sorted(set(winners[label]))
             )
+            if round_winners:
+                row.note += "; rounds before: " + ", ".join(
+                    f"{w.split(':')[-1]} x{round_winners.count(w)}"
+                    for w in sorted(set(round_winners))
+                )
         print(
             f"  {label:28s} median {row.median * 1000:9.1f} ms  cost {row.cost}  {row.note}",
             flush=True,
@@ -303,6 +326,30 @@ def run_job(name: str, args: argparse.Namespace) -> list[Row]:
     if len({r.cost for r in every}) != 1:
         raise SystemExit(f"algorithms disagree on {name}: {[(r.algorithm, r.cost) for r in every]}")
     return every
+
+
+def _rounds_before_the_job(
+    cluster: ClusterGraph, snapshot: ChangeBatch, args: argparse.Namespace
+) -> list[ChangeBatch]:
+    """The --job-after rounds of churn, recorded once (placements observed with cost scaling)
+    for every algorithm to replay."""
+    if not args.job_after:
+        return []
+    if ADOPTING in args.algorithms:
+        raise SystemExit(f"{ADOPTING} adopts an answer to the cluster alone: drop --job-after")
+    recorder = make_solver("cost-scaling")
+    try:
+        recorder.load(snapshot)
+        cluster.observe(recorder.solve().flow)
+        rounds = []
+        for _ in range(args.job_after):
+            cluster.next_round(args.churn)
+            rounds.append(cluster.graph.take_changes())
+            recorder.apply(rounds[-1])
+            cluster.observe(recorder.solve().flow)
+        return rounds
+    finally:
+        recorder.close()
 
 
 def run_incremental(name: str, args: argparse.Namespace) -> list[Row]:
@@ -387,6 +434,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--churn", type=float, default=0.01)
+    parser.add_argument(
+        "--job-after", type=int, default=0, help="job scenarios: untimed rounds before the job"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--algorithms", default=",".join(SCRATCH_ALGORITHMS))
     parser.add_argument("--networkx", action="store_true", help="also time networkx (slow)")
@@ -409,7 +459,7 @@ def main() -> None:
     for name in args.scenarios.split(","):
         if name.startswith("inc"):
             runner = run_incremental
-        elif name.startswith("job"):
+        elif name.startswith(("job", "qjob")):
             runner = run_job
         else:
             runner = run_scratch
