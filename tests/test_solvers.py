@@ -497,6 +497,39 @@ def test_batches_that_grow_the_slot_arrays_leave_the_scratch_marks_at_zero() -> 
     assert grown >= 2  # the batches did grow the arrays at their first row
 
 
+@pytest.mark.parametrize("compacted", [False, True])
+def test_a_laid_out_block_has_room_for_a_quarter_more_arcs_in(compacted: bool) -> None:
+    """A machine with 40 arcs in takes 12 more where it is (a quarter, and the slack of 2: a
+    job's preference arcs arriving); the 13th moves its block to the top. Tasks, with no arcs
+    in, get only the slack."""
+    g = FlowGraph()
+    machine, sink = g.add_node(0, NodeKind.LEAF), g.add_node(-52, NodeKind.SINK)
+    g.add_arc(machine, sink, capacity=60, cost=0)
+    tasks = [g.add_node(1, NodeKind.TASK) for _ in range(52)]
+    for t in tasks[:40]:
+        g.add_arc(t, machine, capacity=1, cost=1)
+    network = ResidualNetwork()
+    network.load(g.snapshot())
+    g.discard_changes()
+    if compacted:
+        network.compact()
+    a = network.arrays
+    assert a.room[machine] == 41 + 40 // 4 + 2
+    assert a.room[tasks[0]] == 1 + 2
+    first, top = int(a.first[machine]), int(a.meta[TOP])
+    for t in tasks[40:]:
+        g.add_arc(t, machine, capacity=1, cost=1)
+        network.apply(g.take_changes())
+    assert (int(network.arrays.first[machine]), int(network.arrays.meta[TOP])) == (first, top)
+    extra = g.add_node(1, NodeKind.TASK)
+    g.set_supply(sink, -53)
+    g.add_arc(extra, machine, capacity=1, cost=1)
+    network.apply(g.take_changes())
+    assert int(network.arrays.first[machine]) >= top  # moved to the top
+    network.check()
+    assert SuccessiveShortestPathSolver().solve_graph(g).cost == ortools_cost(g) == 53
+
+
 def test_slot_arrays_grow_into_their_reserve_without_a_copy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
