@@ -280,7 +280,11 @@ def test_lifted_prices_are_the_distances_to_demand_and_break_nothing(
     true = nx.multi_source_dijkstra_path_length(reverse, demand, weight="w") if demand else {}
     reached = {v: min(d, n) for v, d in true.items()}  # n + 1 buckets: n is the last
     far = max(reached.values(), default=0)
-    _lift_prices(a, scale, *(np.empty(size, dtype=np.int64) for size in (n, n + 1, n, n)))
+    # As the solver's work arrays: bucket heads empty on entry, and left empty on return.
+    dist, bnext, bprev = (np.empty(n, dtype=np.int64) for _ in range(3))
+    bfirst = np.full(n + 1, -1, dtype=np.int64)
+    _lift_prices(a, scale, dist, bfirst, bnext, bprev)
+    assert (bfirst == -1).all()
     for v in np.flatnonzero(a.alive):
         assert a.price[v] - before[v] == scale * reached.get(int(v), far)
     lifted = _residual_arcs(a, scale)  # the same slots: flows did not change
