@@ -530,6 +530,66 @@ def test_a_laid_out_block_has_room_for_a_quarter_more_arcs_in(compacted: bool) -
     assert SuccessiveShortestPathSolver().solve_graph(g).cost == ortools_cost(g) == 53
 
 
+def _recounted_excess(network: ResidualNetwork) -> np.ndarray:
+    """supply + inflow - outflow of every node, counted afresh from the arcs' slots."""
+    a = network.arrays
+    ids = np.flatnonzero(a.fwd >= 0)
+    sf = a.fwd[ids]
+    flow = a.low[ids] + a.paircap[sf] - a.rescap[sf]
+    excess = np.where(a.alive != 0, a.supply, 0)
+    np.subtract.at(excess, a.head[a.mate[sf]], flow)
+    np.add.at(excess, a.head[sf], flow)
+    return excess
+
+
+@examples(100)
+@given(spec=graph_specs(max_nodes=12, max_arcs=40), data=st.data())
+def test_setting_flows_clips_them_and_keeps_every_excess(
+    spec: GraphSpec, data: st.DataObject
+) -> None:
+    """`set_flows` writes only the arcs whose flow changes and moves their ends' excesses by
+    the difference: after any sequence of flows (out of bounds, shorter or longer than the
+    ids), every arc carries its flow clipped to its bounds and every excess is what a recount
+    gives."""
+    graph = spec.build()
+    network = ResidualNetwork()
+    network.load(graph.snapshot())
+    bound = graph.arc_id_bound
+    for _ in range(3):
+        values = data.draw(st.lists(st.integers(-3, 15), max_size=bound + 3))
+        flow = np.array(values, dtype=np.int64)
+        network.set_flows(flow)
+        got, _cost = network.flows_and_cost()
+        for k in range(bound):
+            if graph.has_arc(k):
+                low, cap = graph.arc_lower(k), graph.arc_capacity(k)
+                want = min(max(int(flow[k]), low), cap) if k < len(flow) else low
+                assert got[k] == want, f"arc {k}"
+        np.testing.assert_array_equal(network.arrays.excess, _recounted_excess(network))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_synced_flow_after_a_batch_keeps_every_excess(seed: int) -> None:
+    """The way a race worker adopts an answer: its own flow, a batch of churn (removals take
+    their flow with them), then another solver's flow for the new graph."""
+    cluster = ClusterGraph(ClusterSpec(machines=12, running=0.6, waiting=10, seed=seed))
+    graph = cluster.graph
+    solver = CostScalingSolver()
+    solver.load(graph.snapshot())
+    graph.discard_changes()
+    cluster.observe(solver.solve().flow)
+    cluster.next_round(churn=0.3)
+    batch = graph.take_changes()
+    solver.apply(batch)
+    answer = RelaxationSolver().solve_graph(graph.copy())
+    solver.sync(answer.flow, answer.potentials)
+    network = solver.network
+    np.testing.assert_array_equal(network.arrays.excess, _recounted_excess(network))
+    assert not network.arrays.excess[network.arrays.alive != 0].any()
+    np.testing.assert_array_equal(network.flows_and_cost()[0][: len(answer.flow)], answer.flow)
+    assert solver.solve().cost == answer.cost == ortools_cost(graph)
+
+
 def test_slot_arrays_grow_into_their_reserve_without_a_copy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -508,22 +508,26 @@ def compact_into(old: ResidualArrays, new: ResidualArrays) -> None:  # pragma: n
 
 @kernel
 def load_flows(net: ResidualArrays, flow: Int64Array) -> None:  # pragma: no cover
-    """Load a flow by arc id (clipped to the arcs' bounds) and recompute every excess."""
-    for v in range(len(net.first)):
-        net.excess[v] = net.supply[v] if net.alive[v] else 0
+    """Load a flow by arc id (clipped to the arcs' bounds); excesses follow.
+
+    Only arcs whose flow changes are written, and their ends' excesses moved by the
+    difference (the excess invariant holds before and after): adopting a race winner's flow
+    changes a few thousand of a million arcs, and rewriting every arc's slots and excesses took
+    64 ms on qjob10k's 1.48 million."""
     for k in range(len(net.fwd)):
         sf = net.fwd[k]
         if sf < 0:
             continue
-        sr = net.mate[sf]
         cap = net.paircap[sf]
         f = min(max(flow[k] - net.low[k], 0), cap) if k < len(flow) else 0
+        moved = f - (cap - net.rescap[sf])
+        if moved == 0:
+            continue
+        sr = net.mate[sf]
         net.rescap[sr] = f
         net.rescap[sf] = cap - f
-        u = net.head[sr]
-        v = net.head[sf]
-        net.excess[u] -= f + net.low[k]
-        net.excess[v] += f + net.low[k]
+        net.excess[net.head[sr]] -= moved
+        net.excess[net.head[sf]] += moved
 
 
 @kernel
