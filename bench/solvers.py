@@ -21,6 +21,10 @@ Scenarios (issue 2; Firmament OSDI'16 figures 7, 8, 9, 14, 16):
                daemon's small rounds, whose winner a race makes its favourite)
     qjob1k..   the same on s90's Quincy-shaped cluster (90% running, 3,000 waiting)
     inc90      incremental rounds on s90, each finishing 1% of tasks and submitting as many
+
+With --gap SECONDS, every solver waits that long (untimed) before each round of the job and
+incremental scenarios: a scheduler's time between rounds, which a race uses to catch its
+workers up (`racing._IDLE_AFTER_SECONDS`). Without it, rounds follow back to back.
 """
 
 from __future__ import annotations
@@ -250,6 +254,8 @@ def run_job(name: str, args: argparse.Namespace) -> list[Row]:
     if rounds:
         each = statistics.median(len(b) for b in rounds)
         before = f" after {len(rounds)} rounds of {args.churn:.2%} churn ({each:,.0f} rows each)"
+    if args.gap:
+        before += f", {args.gap} s before each round"
     print(
         f"# {name}: {graph.num_nodes:,} nodes, {graph.num_arcs:,} arcs after a job of "
         f"{job:,} tasks ({len(batch):,} rows) arrives at a {spec.running:.0%} full {spec.shape} "
@@ -277,10 +283,12 @@ def run_job(name: str, args: argparse.Namespace) -> list[Row]:
                 else:
                     solver.solve()
                 for changes in rounds:
+                    time.sleep(args.gap)
                     solver.apply(changes)
                     won = solver.solve().algorithm
                     if label == "race":
                         round_winners.append(won)
+                time.sleep(args.gap)
                 start = time.perf_counter()
                 solver.apply(batch)
                 result = solver.solve()
@@ -375,7 +383,8 @@ def run_incremental(name: str, args: argparse.Namespace) -> list[Row]:
     rows_per_round = statistics.median(len(b) for b in batches)
     print(
         f"# {name}: {graph.num_nodes:,} nodes, {graph.num_arcs:,} arcs; {args.rounds} rounds of "
-        f"{args.churn:.0%} churn, median {rows_per_round:,.0f} change rows per round",
+        f"{args.churn:.0%} churn, median {rows_per_round:,.0f} change rows per round"
+        + (f", {args.gap} s before each" if args.gap else ""),
         flush=True,
     )
     rows: list[Row] = []
@@ -391,6 +400,7 @@ def run_incremental(name: str, args: argparse.Namespace) -> list[Row]:
             row = Row(name, label)
             winners: list[str] = []
             for i, batch in enumerate(batches):
+                time.sleep(args.gap)
                 start = time.perf_counter()
                 solver.apply(batch)
                 result = solver.solve()
@@ -436,6 +446,9 @@ def main() -> None:
     parser.add_argument("--churn", type=float, default=0.01)
     parser.add_argument(
         "--job-after", type=int, default=0, help="job scenarios: untimed rounds before the job"
+    )
+    parser.add_argument(
+        "--gap", type=float, default=0.0, help="job, incremental: idle seconds before each round"
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--algorithms", default=",".join(SCRATCH_ALGORITHMS))

@@ -293,11 +293,13 @@ def test_lifted_prices_are_the_distances_to_demand_and_break_nothing(
         assert lifted[slot][2] >= min(rc, 0)
 
 
-def test_adopting_relaxations_answer_costs_cost_scaling_no_extra_relabels() -> None:
+@pytest.mark.parametrize("prepared", [False, True])
+def test_adopting_relaxations_answer_costs_cost_scaling_no_extra_relabels(prepared: bool) -> None:
     """A job arrives at a load-spreading cluster whose answer came from relaxation (as in a race
     that relaxation won): with the adopted prices lifted, cost scaling's round does exactly the
     work it does from its own answer. Unlifted, relaxation's lowest potentials cost it 3.4 times
-    the relabels' arc scans on job1k (docs/benchmarks.md); here, a little more."""
+    the relabels' arc scans on job1k (docs/benchmarks.md); here, a little more. Lifted in idle
+    time (`prepare`, before the job's batch), the same."""
     cluster = ClusterGraph(
         ClusterSpec(machines=60, running=0.5, waiting=0, seed=1, shape="load-spreading")
     )
@@ -312,8 +314,17 @@ def test_adopting_relaxations_answer_costs_cost_scaling_no_extra_relabels() -> N
     adopted, own = CostScalingSolver(), CostScalingSolver()
     adopted.load(snapshot)
     adopted.sync(answer.flow, answer.potentials)
+    if prepared:
+        before = adopted.network.arrays.price.copy()
+        adopted.prepare()
+        assert (adopted.network.arrays.price >= before).all()
+        assert (adopted.network.arrays.price > before).any()  # lifted now, not in the solve
+        assert not adopted._lift_due
     own.load(snapshot)
     own.solve()
+    prices = own.network.arrays.price.copy()
+    own.prepare()  # nothing adopted: nothing to do
+    np.testing.assert_array_equal(own.network.arrays.price, prices)
     results = []
     for solver in (adopted, own):
         solver.apply(batch)

@@ -510,8 +510,9 @@ FIRST, FIFTH = "tests.stalling_solver:StallFirstTwo", "tests.stalling_solver:Sta
 @pytest.fixture
 def held_back() -> Iterator[RacingSolver]:
     """StallFirstTwo loses the first two races, so from the second on StallFromFifth is the
-    favourite until it stalls."""
-    solver = RacingSolver(algorithms=(FIRST, FIFTH))
+    favourite until it stalls. Without idle time: the tests follow what is deferred, and the
+    idle timer would send it at a time of its own."""
+    solver = RacingSolver(algorithms=(FIRST, FIFTH), idle=False)
     yield solver
     solver.close()
 
@@ -638,12 +639,67 @@ def test_a_snapshot_drops_what_was_deferred(held_back: RacingSolver) -> None:
     verify(cluster.graph, held_back.solve())
 
 
+def test_idle_time_sends_what_was_deferred_and_asks_every_worker_to_prepare(
+    held_back: RacingSolver,
+) -> None:
+    # The caller away after a solve: the held worker gets the answer deferred for it, and
+    # every worker `prepare`s, in order; the rounds after are as before.
+    cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=23))
+    _name_the_favourite(held_back, cluster)
+    held = next(w for w in held_back._workers if w.algorithm == FIRST)
+    favourite = next(w for w in held_back._workers if w.algorithm == FIFTH)
+    assert [tag for tag, _ in held.deferred] == ["adopt"]
+    owed = {id(w): [tag for tag, _ in w.owed] for w in (held, favourite)}
+    # Stale (a call came since) or while the caller is in a call: nothing happens.
+    held_back._use_idle_time(held_back._calls - 1)
+    with held_back._lock:  # the caller's thread holds it during every call
+        away = threading.Thread(target=held_back._use_idle_time, args=(held_back._calls,))
+        away.start()
+        away.join()
+    assert [tag for tag, _ in held.deferred] == ["adopt"]
+    held_back._use_idle_time(held_back._calls)
+    assert not held.deferred
+    assert [tag for tag, _ in held.owed] == [*owed[id(held)], "adopt", "prepare"]
+    assert [tag for tag, _ in favourite.owed] == [*owed[id(favourite)], "prepare"]
+    for _ in range(2):
+        cluster.next_round(0.05)
+        held_back.apply(cluster.graph.take_changes())
+        result = held_back.solve()
+        verify(cluster.graph, result)
+        assert _winner(result.algorithm) == FIFTH
+        cluster.observe(result.flow)
+    assert held_back.restarts == 0
+
+
+def test_the_idle_timer_fires_once_the_caller_is_away_and_a_call_cancels_it() -> None:
+    race = RacingSolver(algorithms=(FIRST, FIFTH))
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=24))
+        _name_the_favourite(race, cluster)
+        held = next(w for w in race._workers if w.algorithm == FIRST)
+        deadline = time.monotonic() + 30
+        while held.deferred and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not held.deferred
+        assert [tag for tag, _ in held.owed][-2:] == ["adopt", "prepare"]
+        cluster.next_round(0.05)
+        race.apply(cluster.graph.take_changes())  # cancels nothing: the timer has fired
+        result = race.solve()
+        verify(cluster.graph, result)
+        assert race._idle_timer is not None
+        cluster.next_round(0.05)
+        race.apply(cluster.graph.take_changes())
+        assert race._idle_timer is None  # a call cancels it
+    finally:
+        race.close()
+
+
 def test_a_round_much_larger_than_recent_ones_races_everybody() -> None:
     # A big job arriving after small rounds (about 200 rows each): the favourite of small
     # rounds may crawl on it, so the round starts everybody, and the held worker gets its
     # deferred answer with the job's batch.
     never = "tests.stalling_solver:StallAlways"
-    race = RacingSolver(algorithms=("ssp", never), hedge=1e6)
+    race = RacingSolver(algorithms=("ssp", never), hedge=1e6, idle=False)
     try:
         cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=19))
         _name_the_favourite(race, cluster)  # ssp: the staller never answers

@@ -140,6 +140,11 @@ class FlowSolver(ABC):
         self._adopt_potentials(potentials)
         self.network.clear_work()
 
+    def prepare(self) -> None:
+        """Do now, in idle time, work the next solve would otherwise begin with (cost scaling
+        lifts adopted prices); nothing else changes. A race asks its workers to when the caller
+        has been away for a while."""
+
     def potentials(self) -> Int64Array:
         """Potentials certifying the current flow (unscaled costs)."""
         return self.network.potentials()

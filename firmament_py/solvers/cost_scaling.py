@@ -756,9 +756,28 @@ class CostScalingSolver(FlowSolver):
             self._scale *= 2
             a.price[:] *= 2
 
+    def prepare(self) -> None:
+        """Lift adopted prices now (see `_run`): a race's worker does it while the caller is
+        away, instead of at the start of its next solve. Lifting before later batches is as
+        good as after: no reduced cost goes down, so the prices still certify the flow."""
+        if self._lift_due and not (self._fresh or not self.incremental):
+            self._rescale()
+            _, _, _, dist, bfirst, bnext, bprev, _ = self._work_arrays()
+            _lift_prices(self.network.arrays, self._scale, dist, bfirst, bnext, bprev)
+        self._lift_due = False
+
+    def _work_arrays(self) -> list[Int64Array]:
+        """The kernels' work arrays, exactly as long as the network's node arrays: current
+        arc, queue, in queue, dist, bucket heads (one more), bucket next, bucket prev,
+        settled."""
+        n = len(self.network.arrays.first)
+        if not self._work or len(self._work[0]) != n:
+            self._work = [np.zeros(n, dtype=np.int64) for _ in range(8)]
+            self._work[4] = np.full(n + 1, -1, dtype=np.int64)
+        return self._work
+
     def _run(self) -> dict[str, float]:
         a = self.network.arrays
-        n = len(a.first)
         self._rescale()
         scale = self._scale
         # Budgets and bounds count live nodes, not the arrays' length: a network keeps room to
@@ -771,18 +790,7 @@ class CostScalingSolver(FlowSolver):
                 f"costs up to {max_cost} on {live} nodes overflow cost scaling's 64-bit prices; "
                 "use relaxation or successive shortest path"
             )
-        if not self._work or len(self._work[0]) != n:  # the kernels expect exactly n
-            self._work = [
-                np.zeros(n, dtype=np.int64),  # current arc
-                np.zeros(n, dtype=np.int64),  # queue
-                np.zeros(n, dtype=np.int64),  # in queue
-                np.zeros(n, dtype=np.int64),  # dist
-                np.full(n + 1, -1, dtype=np.int64),  # bucket heads
-                np.zeros(n, dtype=np.int64),  # bucket next
-                np.zeros(n, dtype=np.int64),  # bucket prev
-                np.zeros(n, dtype=np.int64),  # settled
-            ]
-        cur, queue, inq, dist, bfirst, bnext, bprev, settled = self._work
+        cur, queue, inq, dist, bfirst, bnext, bprev, settled = self._work_arrays()
         stats = np.zeros(10, dtype=np.int64)
         fresh = self._fresh or not self.incremental
         if self._lift_due and not fresh:

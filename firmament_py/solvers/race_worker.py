@@ -228,6 +228,9 @@ def worker_main(argv: list[str]) -> None:
                 else:
                     delta = flow_delta(before_solve, r.flow)
                     reply = ("solved", r.cost, delta, r.potentials, r.wall_time, r.stats)
+            elif command == "prepare":  # the caller is away: do the next solve's first work
+                solver.prepare()
+                reply = ("ok",)
             elif command == "crash":  # used by the tests: die without a word
                 os._exit(3)
             else:

@@ -42,7 +42,9 @@ A hedged start (`hedge`) lets the last winner solve alone for a while before the
 with an occasional probe that starts everybody at once: see `RacingSolver._hold_back`. Only the
 winner of an incremental round counts: a snapshot's first race is often won by whichever worker
 finished loading first. A round whose batches are much larger than recent rounds' (a big job
-arriving) races everybody too: the favourite of small rounds may crawl on it.
+arriving) races everybody too: the favourite of small rounds may crawl on it. A caller away for
+a while after a solve (`idle`) gives the workers time to take what was deferred and `prepare`
+(cost scaling lifts adopted prices), so that such a round does not wait for it.
 
 Cancellation is numbered: the worker writes the number of the solve it is running into the
 second slot of the shared flag, and the parent cancels solve `g` by writing `g` into the first;
@@ -72,7 +74,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +130,14 @@ _PROBE_MOST = 64
 _OUTSIZED_FACTOR = 4
 _OUTSIZED_FLOOR = 256
 _RECENT_ROUNDS = 8
+
+# Idle time: once the caller has been away from the race for this long after a solve, or for
+# as long as that solve took if longer, every worker takes what was deferred for it and is
+# asked to `prepare` (cost scaling lifts adopted prices, 90 ms on S90's cluster). A round that
+# comes sooner finds everything as before; one that comes later does not wait for that work.
+# On qjob10k, relaxation winning the rounds before the job, this is what keeps the job's round
+# from paying cost scaling's catching up (docs/benchmarks.md).
+_IDLE_AFTER_SECONDS = 0.05
 
 # Each end's send buffer: room for a round's batch or answer (megabytes) in one write, so that
 # the writer does not wait for the reader to drain the usual 200 KB a piece. The kernel caps it
@@ -217,7 +227,9 @@ class RacingSolver(FlowSolver):
     `hedge`: once a race of an incremental round has a winner, the last winner starts alone
     and the others join after `hedge` times its last solve time (plus 50 ms), except on probes
     (after 4 hedged solves in a row, then 8, 16 and so on up to 64) and on rounds much larger
-    than recent ones; None starts everybody at once.
+    than recent ones; None starts everybody at once. `idle`: when the caller has been away
+    for a while after a solve, the workers catch up and prepare for the next solve (see
+    `_IDLE_AFTER_SECONDS`); the race's methods may then be called from one thread at a time.
     """
 
     algorithm = "race"
@@ -228,8 +240,14 @@ class RacingSolver(FlowSolver):
         options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         hedge: float | None = DEFAULT_HEDGE,
+        idle: bool = True,
     ) -> None:
         super().__init__()
+        self.idle = idle
+        # Held by every call and by the idle timer's work, which gives way to a call.
+        self._lock = threading.RLock()
+        self._calls = 0  # calls so far: the idle timer's work is stale once a call came
+        self._idle_timer: threading.Timer | None = None
         if hedge is not None and not (math.isfinite(hedge) and hedge >= 0):
             raise ValueError(f"hedge must be None or a finite number at least 0, got {hedge}")
         self.hedge = hedge
@@ -262,7 +280,21 @@ class RacingSolver(FlowSolver):
 
     # ------------------------------------------------------------------ life cycle
 
+    @contextlib.contextmanager
+    def _call(self) -> Iterator[None]:
+        """Run a call of the caller's: it excludes, and cancels, the idle timer's work."""
+        with self._lock:
+            self._calls += 1
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+                self._idle_timer = None
+            yield
+
     def load(self, snapshot: ChangeBatch) -> None:
+        with self._call():
+            self._load(snapshot)
+
+    def _load(self, snapshot: ChangeBatch) -> None:
         self._send_batch("load", snapshot, self._ids.load)
         self._history = [snapshot]
         self._last = None
@@ -273,8 +305,12 @@ class RacingSolver(FlowSolver):
         self._loaded = True
 
     def apply(self, changes: ChangeBatch) -> None:
+        with self._call():
+            self._apply(changes)
+
+    def _apply(self, changes: ChangeBatch) -> None:
         if changes.reset:
-            self.load(changes)
+            self._load(changes)
             return
         if not self._loaded:
             raise SolverError("apply() before load(): give the solver a snapshot first")
@@ -292,6 +328,10 @@ class RacingSolver(FlowSolver):
         return result
 
     def sync(self, flow: Int64Array, potentials: Int64Array) -> None:
+        with self._call():
+            self._sync(flow, potentials)
+
+    def _sync(self, flow: Int64Array, potentials: Int64Array) -> None:
         flow = np.array(flow, dtype=np.int64)
         potentials = np.array(potentials, dtype=np.int64)
         for w in self._live():
@@ -305,7 +345,8 @@ class RacingSolver(FlowSolver):
         return self._last[1].copy()
 
     def close(self) -> None:
-        self._finalizer()
+        with self._call():
+            self._finalizer()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Wait until every live worker has warmed up (its kernels loaded) and serves, or has
@@ -332,6 +373,30 @@ class RacingSolver(FlowSolver):
         raise SolverError("a race solves in its worker processes: call solve()")
 
     def solve(self) -> SolveResult:
+        with self._call():
+            result = self._solve()
+            if self.idle:
+                delay = max(_IDLE_AFTER_SECONDS, result.stats["solver_time"])
+                self._idle_timer = threading.Timer(
+                    delay, _when_idle, (weakref.ref(self), self._calls)
+                )
+                self._idle_timer.daemon = True
+                self._idle_timer.start()
+            return result
+
+    def _use_idle_time(self, calls: int) -> None:
+        """The caller has been away since call number `calls`: send every worker what was
+        deferred for it, and `prepare`. A caller who is back (or was, meanwhile) goes first."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if calls == self._calls and self._finalizer.alive:
+                for w in self._live():
+                    self._send(w, ("prepare",))  # after the deferred commands
+        finally:
+            self._lock.release()
+
+    def _solve(self) -> SolveResult:
         if not self._loaded:
             raise SolverError("solve() before load(): give the solver a snapshot first")
         start = time.perf_counter()
@@ -740,6 +805,13 @@ class RacingSolver(FlowSolver):
             self._send(fresh, ("solve",))
             fresh_workers.append(fresh)
         return fresh_workers
+
+
+def _when_idle(race: weakref.ref[RacingSolver], calls: int) -> None:
+    """The idle timer's work (it holds the race weakly: a race dropped meanwhile is gone)."""
+    alive = race()
+    if alive is not None:
+        alive._use_idle_time(calls)
 
 
 def _applying(workers: list[_Worker]) -> bool:
