@@ -24,7 +24,7 @@ Scenarios (issue 2; Firmament OSDI'16 figures 7, 8, 9, 14, 16):
 
 With --gap SECONDS, every solver waits that long (untimed) before each round of the job and
 incremental scenarios: a scheduler's time between rounds, which a race uses to catch its
-workers up (`racing._IDLE_AFTER_SECONDS`). Without it, rounds follow back to back.
+workers up (`racing.DEFAULT_IDLE`). Without it, rounds follow back to back.
 """
 
 from __future__ import annotations

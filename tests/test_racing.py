@@ -512,7 +512,7 @@ def held_back() -> Iterator[RacingSolver]:
     """StallFirstTwo loses the first two races, so from the second on StallFromFifth is the
     favourite until it stalls. Without idle time: the tests follow what is deferred, and the
     idle timer would send it at a time of its own."""
-    solver = RacingSolver(algorithms=(FIRST, FIFTH), idle=False)
+    solver = RacingSolver(algorithms=(FIRST, FIFTH), idle=None)
     yield solver
     solver.close()
 
@@ -699,7 +699,7 @@ def test_a_round_much_larger_than_recent_ones_races_everybody() -> None:
     # rounds may crawl on it, so the round starts everybody, and the held worker gets its
     # deferred answer with the job's batch.
     never = "tests.stalling_solver:StallAlways"
-    race = RacingSolver(algorithms=("ssp", never), hedge=1e6, idle=False)
+    race = RacingSolver(algorithms=("ssp", never), hedge=1e6, idle=None)
     try:
         cluster = ClusterGraph(ClusterSpec(machines=30, running=0.6, waiting=60, seed=19))
         _name_the_favourite(race, cluster)  # ssp: the staller never answers
@@ -861,10 +861,11 @@ def test_an_in_process_solver_is_ready_when_built() -> None:
     assert SuccessiveShortestPathSolver().wait_ready(timeout=0)
 
 
-@pytest.mark.parametrize("hedge", [-1.0, float("nan"), float("inf")])
-def test_hedge_must_be_a_finite_non_negative_number(hedge: float) -> None:
-    with pytest.raises(ValueError, match="hedge"):
-        RacingSolver(hedge=hedge)
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("name", ["hedge", "idle"])
+def test_hedge_and_idle_must_be_finite_non_negative_numbers(name: str, value: float) -> None:
+    with pytest.raises(ValueError, match=name):
+        RacingSolver(**{name: value})
 
 
 def test_the_hedge_delay_counts_the_favourites_solve_not_the_warm_up() -> None:

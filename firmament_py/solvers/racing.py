@@ -131,13 +131,15 @@ _OUTSIZED_FACTOR = 4
 _OUTSIZED_FLOOR = 256
 _RECENT_ROUNDS = 8
 
-# Idle time: once the caller has been away from the race for this long after a solve, or for
-# as long as that solve took if longer, every worker takes what was deferred for it and is
-# asked to `prepare` (cost scaling lifts adopted prices, 90 ms on S90's cluster). A round that
-# comes sooner finds everything as before; one that comes later does not wait for that work.
-# On qjob10k, relaxation winning the rounds before the job, this is what keeps the job's round
-# from paying cost scaling's catching up (docs/benchmarks.md).
-_IDLE_AFTER_SECONDS = 0.05
+# Idle time: once the caller has been away from the race for DEFAULT_IDLE seconds after a
+# solve, every worker takes what was deferred for it and is asked to `prepare` (cost scaling
+# lifts adopted prices, 90 to 150 ms on S90's cluster). A caller back sooner (rounds back to
+# back) finds everything as before; a scheduler busy with its own round meanwhile leaves one
+# core free, and the held worker catches up there. On qjob10k with 100 ms between rounds,
+# relaxation winning the rounds before the job, the job's round took the race 1.40 to 1.44
+# times cost scaling's time when this waited as long as the last solve (150 to 300 ms), and
+# 1.10 to 1.16 with 20 ms, at no cost to incremental S90's rounds (docs/benchmarks.md).
+DEFAULT_IDLE: float | None = 0.02
 
 # Each end's send buffer: room for a round's batch or answer (megabytes) in one write, so that
 # the writer does not wait for the reader to drain the usual 200 KB a piece. The kernel caps it
@@ -227,9 +229,9 @@ class RacingSolver(FlowSolver):
     `hedge`: once a race of an incremental round has a winner, the last winner starts alone
     and the others join after `hedge` times its last solve time (plus 50 ms), except on probes
     (after 4 hedged solves in a row, then 8, 16 and so on up to 64) and on rounds much larger
-    than recent ones; None starts everybody at once. `idle`: when the caller has been away
-    for a while after a solve, the workers catch up and prepare for the next solve (see
-    `_IDLE_AFTER_SECONDS`); the race's methods may then be called from one thread at a time.
+    than recent ones; None starts everybody at once. `idle`: once the caller has been away
+    for `idle` seconds after a solve, the workers catch up and prepare for the next solve (see
+    DEFAULT_IDLE); None never. The race's methods are for one thread at a time.
     """
 
     algorithm = "race"
@@ -240,9 +242,11 @@ class RacingSolver(FlowSolver):
         options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         hedge: float | None = DEFAULT_HEDGE,
-        idle: bool = True,
+        idle: float | None = DEFAULT_IDLE,
     ) -> None:
         super().__init__()
+        if idle is not None and not (math.isfinite(idle) and idle >= 0):
+            raise ValueError(f"idle must be None or a finite number at least 0, got {idle}")
         self.idle = idle
         # Held by every call and by the idle timer's work, which gives way to a call.
         self._lock = threading.RLock()
@@ -375,10 +379,9 @@ class RacingSolver(FlowSolver):
     def solve(self) -> SolveResult:
         with self._call():
             result = self._solve()
-            if self.idle:
-                delay = max(_IDLE_AFTER_SECONDS, result.stats["solver_time"])
+            if self.idle is not None:
                 self._idle_timer = threading.Timer(
-                    delay, _when_idle, (weakref.ref(self), self._calls)
+                    self.idle, _when_idle, (weakref.ref(self), self._calls)
                 )
                 self._idle_timer.daemon = True
                 self._idle_timer.start()
