@@ -295,6 +295,29 @@ def test_live_ids_follow_node_removals_without_listing_arcs() -> None:
         ids.apply(batch(arc_row(AA, 2, 1, 4, 0, 1, 0)))
 
 
+def test_live_ids_record_a_snapshot_in_any_row_order_alike() -> None:
+    # `_record` goes row by row: a snapshot whose rows come in another order than
+    # `FlowGraph.snapshot` writes (arcs before nodes) must leave the same ids, ages and ends.
+    g = small_graph()
+    g.remove_arc(1)  # a hole in the arc ids
+    snapshot = g.snapshot()
+    g.discard_changes()
+    shuffled = ChangeBatch(snapshot.rows[::-1].copy(), reset=True)
+    ordered, reversed_ = LiveIds(), LiveIds()
+    ordered.load(snapshot)
+    reversed_.load(shuffled)
+    for name in ("_node_alive", "_node_born", "_arc_born", "_src", "_dst"):
+        np.testing.assert_array_equal(getattr(ordered, name), getattr(reversed_, name))
+    assert reversed_._arc_born[1] == -1 and reversed_._arc_born[2] == 1
+    assert (reversed_._src[2], reversed_._dst[2]) == (1, 3)
+    g.remove_node(3)
+    removal = g.take_changes()
+    for ids in (ordered, reversed_):
+        ids.apply(removal)
+        with pytest.raises(BatchError, match="does not exist"):
+            ids.apply(batch(row(RA, 2)))  # arc 2 went with node 3
+
+
 # ---------------------------------------------------------------------- random batches
 
 INTERESTING = st.sampled_from([-(2**63), -1, 0, 1, 2, 3, 5, 9, MAX_ID, MAX_CAPACITY + 1, 2**40])

@@ -8,6 +8,7 @@ import gc
 import mmap
 import multiprocessing.connection as mpc
 import os
+import platform
 import queue
 import signal
 import socket
@@ -1098,6 +1099,37 @@ def test_a_worker_warms_as_much_heap_as_a_round_takes_but_never_a_block_glibc_wo
     large.network._ensure(1 << 20, 1 << 20)  # a million nodes and arcs: 64 MB to warm
     mapped_from = int(racing._WORKER_ALLOCATOR["MALLOC_MMAP_THRESHOLD_"])
     assert 30 << 20 < race_worker.heap_warm_bytes(large) < mapped_from
+
+
+class _CommandAfter:
+    """A `waiting()` for `_warm_heap` that says a command waits once it was asked `after`
+    times (None: never), counting the questions."""
+
+    def __init__(self, after: int | None) -> None:
+        self.after, self.asked = after, 0
+
+    def __call__(self) -> bool:
+        self.asked += 1
+        return self.after is not None and self.asked > self.after
+
+
+def test_the_heap_warm_stops_once_a_command_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A solve sent right after a load must not wait for the whole warm (16 to 36 ms on S50's
+    # load-spreading graph): the warm asks before every chunk whether a command has come.
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("the heap warm needs glibc")
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", str(race_worker.HEAP_BLOCKS_UNDER))
+    monkeypatch.setattr(race_worker, "_HEAP_WARM_CHUNK_BYTES", 4096)  # a small graph's pages
+    solver = CostScalingSolver()
+    solver.solve_graph(ClusterGraph(ClusterSpec(machines=10, running=0.5, waiting=20)).graph)
+    chunks = -(-race_worker.heap_warm_bytes(solver) // race_worker._HEAP_WARM_CHUNK_BYTES)
+    assert chunks > 1
+    for waits_after, asked in ((None, chunks), (0, 1), (1, 2)):
+        waiting = _CommandAfter(waits_after)
+        race_worker._warm_heap(solver, waiting)
+        assert waiting.asked == asked
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_")  # other settings: no warm, no questions
+    race_worker._warm_heap(solver, lambda: pytest.fail("asked without warming"))
 
 
 def test_a_worker_stuck_in_a_solve_is_replaced_even_when_rounds_keep_cancelling_it(

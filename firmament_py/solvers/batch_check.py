@@ -26,9 +26,14 @@ from firmament_py.flow.changes import (
     ARC_SRC,
     COL_ID,
     COL_OP,
+    OP_ADD_ARC,
+    OP_ADD_NODE,
+    OP_REMOVE_ARC,
+    OP_REMOVE_NODE,
+    OP_SET_SUPPLY,
     ChangeBatch,
-    ChangeOp,
 )
+from firmament_py.jit import kernel
 from firmament_py.solvers.network import ResidualNetwork
 
 Int64Array = npt.NDArray[np.int64]
@@ -136,26 +141,68 @@ class LiveIds:
         return live, src, dst
 
     def _record(self, rows: Int64Array) -> None:
-        """Apply a checked batch to the ids (rows are in `ChangeOp` order)."""
+        """Apply a checked batch to the ids, row by row (a snapshot's rows may come in any
+        order, a batch's removals come before its additions)."""
         self._batches += 1
-        ops, ids = rows[:, COL_OP], rows[:, COL_ID]
-        self._node_alive[ids[ops == ChangeOp.REMOVE_NODE]] = False
-        self._arc_born[ids[ops == ChangeOp.REMOVE_ARC]] = -1
-        nodes = ids[ops == ChangeOp.ADD_NODE]
-        if len(nodes):
-            self._node_alive = _grown(self._node_alive, int(nodes.max()) + 1, False)
-            self._node_born = _grown(self._node_born, int(nodes.max()) + 1, 0)
-            self._node_alive[nodes] = True
-            self._node_born[nodes] = self._batches
-        arcs = rows[ops == ChangeOp.ADD_ARC]
-        if len(arcs):
-            size = int(arcs[:, COL_ID].max()) + 1
-            self._arc_born = _grown(self._arc_born, size, -1)
-            self._src = _grown(self._src, size, 0)
-            self._dst = _grown(self._dst, size, 0)
-            self._arc_born[arcs[:, COL_ID]] = self._batches
-            self._src[arcs[:, COL_ID]] = arcs[:, ARC_SRC]
-            self._dst[arcs[:, COL_ID]] = arcs[:, ARC_DST]
+        node_bound, arc_bound = _id_bounds(rows)
+        self._node_alive = _grown(self._node_alive, node_bound, False)
+        self._node_born = _grown(self._node_born, node_bound, 0)
+        self._arc_born = _grown(self._arc_born, arc_bound, -1)
+        self._src = _grown(self._src, arc_bound, 0)
+        self._dst = _grown(self._dst, arc_bound, 0)
+        _record_rows(
+            rows,
+            self._batches,
+            self._node_alive,
+            self._node_born,
+            self._arc_born,
+            self._src,
+            self._dst,
+        )
+
+
+@kernel
+def _id_bounds(rows: Int64Array) -> tuple[int, int]:  # pragma: no cover - compiled
+    """One more than the largest node id and arc id the rows mention (at least 1)."""
+    nodes = 1
+    arcs = 1
+    for i in range(rows.shape[0]):
+        op = rows[i, COL_OP]
+        ident = rows[i, COL_ID] + 1
+        if op in (OP_REMOVE_NODE, OP_ADD_NODE, OP_SET_SUPPLY):
+            nodes = max(nodes, ident)
+        else:
+            arcs = max(arcs, ident)
+    return nodes, arcs
+
+
+@kernel
+def _record_rows(
+    rows: Int64Array,
+    batch: int,
+    node_alive: BoolArray,
+    node_born: Int64Array,
+    arc_born: Int64Array,
+    src: Int64Array,
+    dst: Int64Array,
+) -> None:  # pragma: no cover - compiled
+    """`LiveIds._record`'s pass over the rows, into arrays long enough for every id. One pass
+    over the rows instead of one per column: S50's load-spreading snapshot (412,000 rows, 30
+    MB) took 18 ms to record with numpy's masks and column indexing."""
+    for i in range(rows.shape[0]):
+        op = rows[i, COL_OP]
+        ident = rows[i, COL_ID]
+        if op == OP_REMOVE_NODE:
+            node_alive[ident] = False
+        elif op == OP_REMOVE_ARC:
+            arc_born[ident] = -1
+        elif op == OP_ADD_NODE:
+            node_alive[ident] = True
+            node_born[ident] = batch
+        elif op == OP_ADD_ARC:
+            arc_born[ident] = batch
+            src[ident] = rows[i, ARC_SRC]
+            dst[ident] = rows[i, ARC_DST]
 
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)

@@ -19,7 +19,7 @@ import pickle
 import platform
 import signal
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,10 @@ HEAP_BLOCKS_UNDER = 32 << 20
 # The most heap a worker touches after a load (`_warm_heap`): under HEAP_BLOCKS_UNDER, whatever
 # else glibc adds to a block.
 _HEAP_WARM_MAX_BYTES = HEAP_BLOCKS_UNDER - (1 << 20)
+
+# `_warm_heap` looks for a waiting command before each chunk this size (about a millisecond of
+# page faults on the benchmark VM).
+_HEAP_WARM_CHUNK_BYTES = 1 << 20
 
 # The shared flag: [cancel solves numbered up to this, number of the solve running now, 1 once
 # the worker has warmed up and serves]. The solver polls the first two (its cancel flag).
@@ -140,19 +144,27 @@ def take_shared(conn: mpc.Connection, message: tuple[Any, ...]) -> tuple[Any, ..
     return loaded
 
 
-def _warm_heap(solver: FlowSolver) -> None:
+def _warm_heap(solver: FlowSolver, waiting: Callable[[], bool]) -> None:
     """Touch, once, as much heap as a round's arrays take (flows, a delta, potentials: four
     int64 entries per arc and node), and free it again: the first rounds after a load then
     reuse those pages instead of faulting in fresh ones. This needs the parent's glibc settings
     (`racing._WORKER_ALLOCATOR`), which serve a block this size from the heap and keep it there
     once freed; under another allocator, or other settings, it is skipped. On job1k the
     favourite's solve faulted in about 600 pages without this, 50 to 90 with it
-    (docs/benchmarks.md)."""
+    (docs/benchmarks.md).
+
+    It goes a chunk at a time and stops once `waiting()` says a command has come: in a race
+    from scratch the parent's `solve` often arrives while this runs (16 to 36 ms on S50's
+    load-spreading graph), and a solve's own arrays fault the pages in anyway."""
     if os.environ.get("MALLOC_MMAP_THRESHOLD_") != str(HEAP_BLOCKS_UNDER):
         return
     if platform.libc_ver()[0] != "glibc":
         return
-    np.ones(heap_warm_bytes(solver), dtype=np.uint8)  # written: every page faults in; freed
+    block = np.empty(heap_warm_bytes(solver), dtype=np.uint8)  # not touched yet
+    for start in range(0, len(block), _HEAP_WARM_CHUNK_BYTES):
+        if waiting():
+            return
+        block[start : start + _HEAP_WARM_CHUNK_BYTES] = 1  # written: its pages fault in
 
 
 def heap_warm_bytes(solver: FlowSolver) -> int:
@@ -245,4 +257,4 @@ def worker_main(argv: list[str]) -> None:
         if warm:  # after the reply: the parent's hedge clock waits for a load's answer
             warm = False
             with contextlib.suppress(MemoryError):  # only ever a saving
-                _warm_heap(solver)
+                _warm_heap(solver, lambda: conn.poll(0))
