@@ -1046,6 +1046,34 @@ def test_a_race_loads_and_solves_a_snapshot_of_no_rows() -> None:
         race.close()
 
 
+def test_a_snapshots_first_answer_reaches_the_losers_as_the_winners_own_delta(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every worker's base after a load is the same (empty) flow, so the parent computes no
+    # second delta over the whole flow for the losers (1 to 2 ms on S50's graph).
+    computed: list[int] = []
+    delta = racing.flow_delta
+
+    def counting(base: np.ndarray, flow: np.ndarray) -> racing.FlowDelta:
+        computed.append(len(flow))
+        return delta(base, flow)
+
+    monkeypatch.setattr(racing, "flow_delta", counting)
+    race = RacingSolver(hedge=None)
+    try:
+        cluster = ClusterGraph(ClusterSpec(machines=20, running=0.5, waiting=30, seed=3))
+        result = race.solve_graph(cluster.graph)
+        verify(cluster.graph, result)
+        assert computed == []
+        assert all(w.base is race._workers[0].base for w in race._workers)
+        cluster.observe(result.flow)
+        cluster.next_round(0.1)
+        verify(cluster.graph, race.solve_graph(cluster.graph))
+        assert race.restarts == 0
+    finally:
+        race.close()
+
+
 def test_a_worker_whose_snapshot_descriptor_cannot_be_sent_is_replaced(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -93,9 +93,9 @@ def flow_delta(base: Int64Array, flow: Int64Array) -> FlowDelta:
 
 def apply_delta(base: Int64Array, delta: FlowDelta, *, in_place: bool = False) -> Int64Array:
     """`base` with `delta` applied (the inverse of `flow_delta`): a new array, or with
-    `in_place` `base` itself when the length is unchanged."""
+    `in_place` `base` itself when the length is unchanged and `base` is writeable."""
     length, changed, values = delta
-    if length == len(base) and in_place:
+    if length == len(base) and in_place and base.flags.writeable:
         base[changed] = values
         return base
     if length == len(base):

@@ -171,6 +171,12 @@ _APPLY_GRACE_SECONDS = 10.0
 
 _DIED = None  # what a receiver thread reports when its worker's socket closes
 
+# The base of a worker that has just loaded a snapshot: no flow yet. Shared, and read-only,
+# so that the first race's losers take the winner's own delta (`RacingSolver._solve` compares
+# bases by identity) instead of one computed again over the whole flow.
+_NO_FLOW: Int64Array = np.zeros(0, dtype=np.int64)
+_NO_FLOW.setflags(write=False)
+
 
 # ---------------------------------------------------------------------- parent side
 
@@ -202,7 +208,7 @@ class _Worker:
     # Commands whose replies are unread, in order: (command, solve number or 0).
     owed: deque[tuple[str, int]] = field(default_factory=deque)
     solves: int = 0  # solve commands sent; the worker numbers its solves the same way
-    base: Int64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    base: Int64Array = field(default_factory=lambda: _NO_FLOW)
     # The oldest cancelled solve it still owes an answer to, and since when it has owed it.
     cancelled_at: tuple[int, float] | None = None
     alive: bool = True
@@ -727,7 +733,7 @@ class RacingSolver(FlowSolver):
             message = (command, flow_delta(w.base, flow) if delta is None else delta, message[2])
             w.base = flow
         elif command == "load":
-            w.base = np.zeros(0, dtype=np.int64)
+            w.base = _NO_FLOW  # one object for all: a first answer's delta fits them all
         elif command == "solve":
             w.solves += 1
             number = w.solves
