@@ -133,7 +133,7 @@ _RECENT_ROUNDS = 8
 
 # Idle time: once the caller has been away from the race for DEFAULT_IDLE seconds after a
 # solve, every worker takes what was deferred for it and is asked to `prepare` (cost scaling
-# lifts adopted prices, 90 to 150 ms on S90's cluster). A caller back sooner (rounds back to
+# lifts adopted prices, 48 to 150 ms on S90's cluster). A caller back sooner (rounds back to
 # back) finds everything as before; a scheduler busy with its own round meanwhile leaves one
 # core free, and the held worker catches up there. On qjob10k with 100 ms between rounds,
 # relaxation winning the rounds before the job, the job's round took the race 1.40 to 1.44
