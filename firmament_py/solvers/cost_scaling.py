@@ -760,7 +760,7 @@ class CostScalingSolver(FlowSolver):
         """Lift adopted prices now (see `_run`): a race's worker does it while the caller is
         away, instead of at the start of its next solve. Lifting before later batches is as
         good as after: no reduced cost goes down, so the prices still certify the flow."""
-        if self._lift_due and not (self._fresh or not self.incremental):
+        if self._lift_due and self.incremental and not self._fresh:
             self._rescale()
             _, _, _, dist, bfirst, bnext, bprev, _ = self._work_arrays()
             _lift_prices(self.network.arrays, self._scale, dist, bfirst, bnext, bprev)
@@ -793,14 +793,12 @@ class CostScalingSolver(FlowSolver):
         cur, queue, inq, dist, bfirst, bnext, bprev, settled = self._work_arrays()
         stats = np.zeros(10, dtype=np.int64)
         fresh = self._fresh or not self.incremental
-        if self._lift_due and not fresh:
-            # Another solver's optimal potentials can be the lowest that certify its flow
-            # (relaxation's are): from those, the job round of `bench/solvers.py`'s job1k took
-            # 3.4 times as many relabels' arc scans, 170 ms instead of 50. Raised to distances
-            # from the demand nodes, where this solver's own prices end up, it does the same
-            # work as from its own answer (57 ms with the lift).
-            _lift_prices(a, scale, dist, bfirst, bnext, bprev)
-        self._lift_due = False
+        # Another solver's optimal potentials can be the lowest that certify its flow
+        # (relaxation's are): from those, the job round of `bench/solvers.py`'s job1k took 3.4
+        # times as many relabels' arc scans, 170 ms instead of 50. Raised to distances from the
+        # demand nodes, where this solver's own prices end up, it does the same work as from
+        # its own answer (57 ms with the lift). Done here unless idle time did it already.
+        self.prepare()
         if fresh:
             if not self._zero:
                 a.price[:] = 0
