@@ -24,6 +24,7 @@ import zmq
 from firmament_py.model.resources import Resources
 from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision
+from firmament_py.service.endpoints import open_ipv6
 from firmament_py.service.keys import CurveClientKeys
 from firmament_py.service.protocol import (
     Status,
@@ -171,6 +172,7 @@ class Client:
         self._socket.setsockopt(zmq.SNDTIMEO, max(1, int(timeout * 1000)))
         if curve is not None:
             curve.apply_client(self._socket)
+        open_ipv6(self._socket, address)
         self._socket.connect(address)
         self._prefix = f"{os.getpid():x}-{os.urandom(4).hex()}-"
         self._counter = itertools.count(1)

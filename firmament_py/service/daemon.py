@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import ipaddress
 import itertools
 import logging
 import os
@@ -61,6 +60,7 @@ from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.flow.placement import DeltaKind, delta_problem
 from firmament_py.sdk.manager import unknown_policy
+from firmament_py.service.endpoints import TRANSPORTS, is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
@@ -120,25 +120,6 @@ class DaemonConfig:
 # said hello this long after its start (it does before loading anything heavy) is ended.
 _RESTART_INTERVAL_S = 1.0
 _HELLO_TIMEOUT_S = 30.0
-
-_TRANSPORTS = ("tcp", "ipc", "inproc", "pgm", "epgm", "vmci", "ws", "wss")
-
-
-def is_loopback(endpoint: str) -> bool:
-    """Whether `endpoint` can only be reached from this machine (tcp on a loopback address,
-    ipc, inproc)."""
-    parts = urlsplit(endpoint)
-    if parts.scheme in ("ipc", "inproc"):
-        return True
-    if parts.scheme != "tcp":
-        return False
-    host = parts.netloc.rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # "*", an interface name, a host name
 
 
 def _wall_us() -> int:
@@ -206,7 +187,7 @@ class SchedulingDaemon:
         for endpoint in (config.bind, config.publish):
             # ZeroMQ's transports a daemon serves on; anything else would read as "not
             # loopback" below, which is not what is wrong with it.
-            if endpoint is not None and urlsplit(endpoint).scheme not in _TRANSPORTS:
+            if endpoint is not None and urlsplit(endpoint).scheme not in TRANSPORTS:
                 raise DaemonError(
                     f"{endpoint!r} is not a ZeroMQ endpoint: use tcp://HOST:PORT or ipc://PATH"
                 )
@@ -296,6 +277,7 @@ class SchedulingDaemon:
         self._worker.setsockopt(zmq.LINGER, 0)
         self._worker.setsockopt(zmq.SNDHWM, 0)  # never block on a scheduling process behind
         self._worker_endpoint = self._bind_worker_socket()
+        open_ipv6(self._router, config.bind)
         try:
             self._router.bind(config.bind)
         except zmq.ZMQError as error:
@@ -303,6 +285,7 @@ class SchedulingDaemon:
         self.endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
         if config.publish is not None:
             self._publisher = self._context.socket(zmq.PUB)
+            open_ipv6(self._publisher, config.publish)
             if config.curve is not None:
                 config.curve.apply_server(self._publisher)
             try:
