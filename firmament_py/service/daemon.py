@@ -60,6 +60,7 @@ from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.flow.placement import DeltaKind, delta_problem
 from firmament_py.sdk.manager import unknown_policy
+from firmament_py.service.clock import DaemonClock
 from firmament_py.service.endpoints import TRANSPORTS, is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
@@ -120,10 +121,6 @@ class DaemonConfig:
 # said hello this long after its start (it does before loading anything heavy) is ended.
 _RESTART_INTERVAL_S = 1.0
 _HELLO_TIMEOUT_S = 30.0
-
-
-def _wall_us() -> int:
-    return time.time_ns() // 1_000
 
 
 def _pack(value: Any) -> bytes:
@@ -221,6 +218,9 @@ class SchedulingDaemon:
             else:
                 self.service = ServiceState.from_snapshot(payload, dedup_window=config.dedup_window)
             self.recovered_records = self.service.replay(records)
+            self._clock = DaemonClock(
+                config.journal, floor=self.service.cluster.now, durable=config.fsync == "always"
+            )
         except BaseException as error:
             self.journal.close()  # releases its lock: another daemon may try it
             if isinstance(error, OSError):
@@ -534,7 +534,7 @@ class SchedulingDaemon:
             return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         if request.type == "schedule":
             return self._schedule(identity, request.request_id)
-        now = self.service.clock(_wall_us())
+        now = self.service.clock(self._clock.now())
         if request.type == "batch":
             reply, batch = self.service.apply_batch(request, now)
             records.extend(batch)
@@ -576,7 +576,7 @@ class SchedulingDaemon:
         self._last_round_start = self._round.started
         # The replica's clock moves to the round's time; so does this state's, so that every
         # later record is at that time or after (even if the wall clock steps back).
-        now = self.service.clock(_wall_us())
+        now = self.service.clock(self._clock.now())
         self.service.advance(now)
         if not self._to_worker([b"decide", _pack([self._round.round_id, now])]):
             reason = "the scheduling process was lost; try again"
@@ -626,7 +626,7 @@ class SchedulingDaemon:
             try:
                 chunk = [decision_from_wire(item) for item in current.chunks.pop(0)]
                 outcome, record = self.service.apply_decisions(
-                    chunk, self.service.clock(_wall_us())
+                    chunk, self.service.clock(self._clock.now())
                 )
             except Exception as error:  # a bug: the rest of the round is lost, serving goes on
                 _log.exception("applying a round's decisions failed")
@@ -694,7 +694,7 @@ class SchedulingDaemon:
             "snapshot_in_progress": self.journal.snapshot_in_progress,
             "snapshot_failures": self.journal.snapshot_failures,
             "uptime_s": time.monotonic() - self.started,
-            "now_us": cluster.now,
+            "now_us": self._clock.now(),
         }
 
     def _remove_worker_dir(self) -> None:
@@ -709,7 +709,10 @@ class SchedulingDaemon:
         try:
             self.journal.write_snapshot(self.service.seq, self.service.snapshot())
         finally:
-            self.journal.close()
+            try:
+                self._clock.close()  # while the journal's lock keeps a successor out
+            finally:
+                self.journal.close()
             with contextlib.suppress(zmq.ZMQError):
                 self._worker.send_multipart([b"stop"], zmq.NOBLOCK)
             self._stop_worker_process(asked=True)
