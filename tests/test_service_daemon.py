@@ -666,7 +666,7 @@ def test_a_round_is_applied_a_chunk_per_turn_journaled_and_answered_whole(tmp_pa
             assert sorted(d.task for d in first.deltas) == list(range(7))
             assert first.refused == []
             seq = client.status()["seq"]
-            assert seq == 1 + 7 + 4  # machines, submissions, four chunks of decisions
+            assert seq == 1 + 7 + 1 + 4  # machines, submissions, the round, four chunks
             client.complete_task(first.deltas[0].task)
             for task_id in (7, 8, 9):
                 client.submit_task(task_id, "j")
@@ -680,8 +680,8 @@ def test_a_round_is_applied_a_chunk_per_turn_journaled_and_answered_whole(tmp_pa
 
 def test_chunks_keep_the_order_decisions_are_applied_in() -> None:
     from firmament_py.flow.placement import SchedulingDelta
-    from firmament_py.service.daemon import _chunks
     from firmament_py.service.protocol import decision_to_wire
+    from firmament_py.service.rounds import chunk_decisions as _chunks
 
     def wire(deltas: list[SchedulingDelta]) -> list[list[object]]:
         return [decision_to_wire(d) for d in deltas]
@@ -694,7 +694,7 @@ def test_chunks_keep_the_order_decisions_are_applied_in() -> None:
 
 
 def test_chunks_refuse_a_malformed_decision_before_any_is_applied() -> None:
-    from firmament_py.service.daemon import _chunks
+    from firmament_py.service.rounds import chunk_decisions as _chunks
 
     good = ["place", 1, None, "m"]
     for bad in (

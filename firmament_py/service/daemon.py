@@ -10,7 +10,8 @@ scheduling rounds, so requests are answered while a round runs. The loop, in ord
    request id is answered, not re-applied;
 3. forward the same frame to the scheduling process, whose replica follows the same records;
 4. when a round was asked for (`schedule` requests, or every `auto_schedule_ms`), send
-   `decide`; when its decisions come back, apply them to the state `decision_chunk` at a time,
+   `decide`; when its decisions come back, journal the round whole (`rounds`: a crash from
+   then on loses none of them) and apply them to the state `decision_chunk` at a time,
    one chunk per turn between the turns' requests, so that a round placing thousands of tasks
    does not hold up requests (a decision about a task that finished meanwhile is refused);
    journal and forward each chunk's record (flushed with the next turn's replies, not on its
@@ -18,9 +19,11 @@ scheduling rounds, so requests are answered while a round runs. The loop, in ord
    `schedule` requests with the round's deltas and publish them on the PUB socket.
 
 On start the journal is recovered (the last snapshot, then the records after it) before the
-sockets bind; every `snapshot_every` records a forked child writes a snapshot that bounds the
-next recovery, while this process serves on. `stop()` (the CLI calls it on SIGTERM and SIGINT)
-finishes the round in flight, flushes the journal, writes a snapshot and closes.
+sockets bind; a round a crash cut short is finished first, and its answer given to the
+`schedule` ids that retry; every `snapshot_every` records a forked child writes a snapshot
+that bounds the next recovery, while this process serves on. `stop()` (the CLI calls it on
+SIGTERM and SIGINT) finishes the round in flight, flushes the journal, writes a snapshot and
+closes.
 
 Pauses of the request loop are what a client sees in its tail latency, so the loop keeps them
 short: the state it has recovered, and the state as of each snapshot, is moved out of the
@@ -37,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import itertools
 import logging
 import os
 import pickle
@@ -47,7 +49,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,31 +59,25 @@ import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
-from firmament_py.flow.placement import DeltaKind, delta_problem
 from firmament_py.sdk.manager import unknown_policy
 from firmament_py.service.clock import DaemonClock
 from firmament_py.service.endpoints import TRANSPORTS, is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
-    DELTA_KINDS,
     PROTOCOL_VERSION,
     ProtocolError,
     Status,
-    decision_from_wire,
-    decision_to_wire,
     decode_request,
     encode_reply,
 )
+from firmament_py.service.rounds import RoundAnswer
 from firmament_py.service.state import DEFAULT_DEDUP_WINDOW, ServiceState
 from firmament_py.solvers.registry import solver_factory
 
 __all__ = ["DaemonConfig", "DaemonError", "SchedulingDaemon", "is_loopback"]
 
 _log = logging.getLogger(__name__)
-
-_SCHEDULE_ANSWERS_KEPT = 1_000
-"""Answers to `schedule` requests kept for clients that retry after the answer was sent."""
 
 
 class DaemonError(Exception):
@@ -129,52 +124,14 @@ def _pack(value: Any) -> bytes:
 
 @dataclass
 class _Round:
+    """The round the loop is running: asked of the scheduling process, then (`decided`) its
+    decisions journaled and applied a chunk per turn (`ServiceState.rounds.current`)."""
+
     round_id: int
     waiters: list[tuple[bytes, str]]
+    """The connections and request ids of the `schedule` requests it answers."""
     started: float
-    answer: Mapping[str, Any] | None = None
-    """The scheduling process's answer, once it came; its decisions are being applied."""
-    chunks: list[list[list[Any]]] = field(default_factory=list)
-    """Decisions still to apply, in wire form, a chunk per loop turn (read a chunk at a time:
-    reading thousands at once held the loop for 16 ms)."""
-    applied: list[list[Any]] = field(default_factory=list)
-    """The applied decisions in wire form, for the answer (also written a chunk at a time)."""
-    refused: list[list[Any]] = field(default_factory=list)
-    """The refused ones with their reasons, in wire form."""
-
-
-_APPLY_ORDER = {DeltaKind.PREEMPT.value: 0, DeltaKind.MIGRATE.value: 1, DeltaKind.PLACE.value: 2}
-
-
-def _chunks(items: Any, size: int) -> list[list[list[Any]]]:
-    """Wire decisions in the order `apply_decisions` applies them (preemptions, migrations,
-    placements), cut into chunks of `size`; the migrations stay in one chunk, since they are
-    applied as one move. ValueError, before anything is applied, if an item is not a valid
-    `[kind, task, from, to]` (checked without building the decisions, which is left to the
-    turns that apply them)."""
-    if not isinstance(items, list):
-        raise ValueError(f"a round's decisions must be a list, got {items!r}")
-    for item in items:
-        if not (
-            isinstance(item, list)
-            and len(item) == 4
-            and isinstance(item[0], str)
-            and item[0] in DELTA_KINDS
-        ):
-            raise ValueError(f"a decision must be [kind, task, from, to], got {item!r}")
-        problem = delta_problem(DELTA_KINDS[item[0]], item[1], item[2], item[3])
-        if problem is not None:
-            raise ValueError(problem)
-    chunks: list[list[list[Any]]] = []
-    for kind, group in itertools.groupby(
-        sorted(items, key=lambda item: _APPLY_ORDER[item[0]]), key=lambda item: item[0]
-    ):
-        group_items = list(group)
-        step = len(group_items) if kind == DeltaKind.MIGRATE.value else size
-        chunks.extend(
-            group_items[start : start + step] for start in range(0, len(group_items), step)
-        )
-    return chunks
+    decided: bool = False
 
 
 class SchedulingDaemon:
@@ -241,9 +198,20 @@ class SchedulingDaemon:
         self._stopping = threading.Event()
         self._round: _Round | None = None
         self._next_round_waiters: list[tuple[bytes, str]] = []
-        self._schedule_answers: OrderedDict[str, bytes] = OrderedDict()
+        self._waiting_ids: set[str] = set()  # `schedule` ids waiting, not yet journaled
         self._last_round_start = 0.0
-        self._round_ids = 0
+        self._round_ids = self.service.rounds.last  # round numbers never repeat
+        cut_short = self.service.rounds.current
+        if cut_short is not None:
+            # A crash in the middle of a round: its decisions are journaled; the loop applies
+            # the rest of them before any new round, and answers the retried requests.
+            _log.warning(
+                "round %d was cut short after %d of its %d decisions; finishing it",
+                cut_short.round_id,
+                cut_short.done,
+                len(cut_short.deltas),
+            )
+            self._round = _Round(cut_short.round_id, [], time.monotonic(), decided=True)
         self._context = zmq.Context()
         self._authenticator: ThreadAuthenticator | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -417,7 +385,7 @@ class SchedulingDaemon:
             self.close()
 
     def _poll_timeout_ms(self) -> int:
-        if self._round is not None and self._round.chunks:
+        if self._round is not None and self._round.decided:
             return 0  # decisions to apply: only look for requests in between
         if self.journal.snapshot_in_progress:
             return 10  # to reap the snapshot's child soon
@@ -440,14 +408,14 @@ class SchedulingDaemon:
             self._serve_requests()
         if self._worker in ready:
             self._serve_worker()
-        if self._round is not None and self._round.answer is not None:
+        if self._round is not None and self._round.decided:
             self._apply_chunk()
         if self._process is not None and self._process.poll() is not None:
             code = self._process.returncode
             _log.error("the scheduling process exited (status %s); restarting it", code)
-            if self._round is not None and self._round.answer is None:
+            if self._round is not None and not self._round.decided:
                 reason = f"the scheduling process exited (status {code})"
-                self._answer_round(self._round.round_id, Status.ERROR, reason, {})
+                self._answer_round(Status.ERROR, reason, {})
             self._process = None
             self._worker_ready = False
         elif (
@@ -534,7 +502,13 @@ class SchedulingDaemon:
             return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         if request.type == "schedule":
             return self._schedule(identity, request.request_id)
-        now = self.service.clock(self._clock.now())
+        if request.request_id in self._waiting_ids:
+            reason = (
+                f"request id {request.request_id!r} names a schedule request waiting for a "
+                "round: request ids name one request each"
+            )
+            return encode_reply(request.request_id, Status.INVALID, reason)
+        now = self._now()
         if request.type == "batch":
             reply, batch = self.service.apply_batch(request, now)
             records.extend(batch)
@@ -549,25 +523,44 @@ class SchedulingDaemon:
         return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
 
     def _schedule(self, identity: bytes, request_id: str) -> bytes | None:
-        """Wait for the next round, unless this request id is waiting already (a client's
-        retry: the round's answer goes to the latest connection) or was answered (the
-        answer again)."""
-        answered = self._schedule_answers.get(request_id)
-        if answered is not None:
-            return answered
-        waiting = [self._next_round_waiters]
-        if self._round is not None:
-            waiting.append(self._round.waiters)
-        for waiters in waiting:
-            for index, (_, waiting_id) in enumerate(waiters):
-                if waiting_id == request_id:
-                    waiters[index] = (identity, request_id)
-                    return None
+        """The reply to a `schedule` request, or None if it waits for a round.
+
+        An id the state knows (`ServiceState.schedule_retry`) is a retry: it gets its round's
+        answer again, or waits for that round if it is in progress (one a restart resumed);
+        one that named another request is refused. A retry of an id that waits already moves
+        the answer to the latest connection. Any other id waits for the next round to start.
+        """
+        known = self.service.schedule_retry(request_id)
+        if known is not None:
+            if known.reply is not None:
+                reply = known.reply
+                return encode_reply(request_id, reply.status, reply.reason, reply.body)
+            assert self._round is not None and self._round.decided  # it is `rounds.current`
+            self._wait(self._round.waiters, identity, request_id)
+            return None
+        if request_id in self._waiting_ids:
+            waiting = [self._next_round_waiters]
+            if self._round is not None:
+                waiting.append(self._round.waiters)
+            for waiters in waiting:
+                if any(waiting_id == request_id for _, waiting_id in waiters):
+                    self._wait(waiters, identity, request_id)
+            return None
         if len(self._next_round_waiters) >= self.config.max_schedule_waiters:
             reason = f"{len(self._next_round_waiters)} schedule requests are waiting already"
             return encode_reply(request_id, Status.OVERLOADED, reason + "; try later")
         self._next_round_waiters.append((identity, request_id))
+        self._waiting_ids.add(request_id)
         return None
+
+    @staticmethod
+    def _wait(waiters: list[tuple[bytes, str]], identity: bytes, request_id: str) -> None:
+        """`request_id` waits among `waiters`, answered on `identity` (its latest connection)."""
+        for index, (_, waiting_id) in enumerate(waiters):
+            if waiting_id == request_id:
+                waiters[index] = (identity, request_id)
+                return
+        waiters.append((identity, request_id))
 
     def _start_round(self) -> None:
         self._round_ids += 1
@@ -576,11 +569,11 @@ class SchedulingDaemon:
         self._last_round_start = self._round.started
         # The replica's clock moves to the round's time; so does this state's, so that every
         # later record is at that time or after (even if the wall clock steps back).
-        now = self.service.clock(self._clock.now())
+        now = self._now()
         self.service.advance(now)
         if not self._to_worker([b"decide", _pack([self._round.round_id, now])]):
             reason = "the scheduling process was lost; try again"
-            self._answer_round(self._round.round_id, Status.ERROR, reason, {})
+            self._answer_round(Status.ERROR, reason, {})
 
     def _serve_worker(self) -> None:
         while True:
@@ -592,84 +585,95 @@ class SchedulingDaemon:
                 self._send_init()
             elif kind == b"decided":
                 answer = msgpack.unpackb(parts[0], raw=False)
-                if self._round is None or answer["round"] != self._round.round_id:
+                current = self._round
+                if current is None or current.decided or answer["round"] != current.round_id:
                     continue  # a round of a worker that was restarted since
-                try:
-                    chunks = _chunks(answer["deltas"], self.config.decision_chunk)
-                except ValueError as error:  # a bug: the round is lost, the daemon serves on
-                    _log.exception("the scheduling process sent a bad decision")
-                    reason = f"internal error reading the round: {error}"
-                    self._answer_round(self._round.round_id, Status.ERROR, reason, {})
-                    continue
-                self._round.answer = answer
-                self._round.chunks = chunks
+                self._begin_round(current, answer)
             elif kind == b"failed":
                 round_id, reason = msgpack.unpackb(parts[0], raw=False)
-                self._answer_round(round_id, Status.ERROR, f"the round failed: {reason}", {})
+                current = self._round
+                if current is not None and not current.decided and current.round_id == round_id:
+                    self._answer_round(Status.ERROR, f"the round failed: {reason}", {})
             elif kind == b"diverged":
                 # A bug: the replica refused a record the state accepted. Start it afresh; a
                 # round whose decisions are being applied goes on (they need no replica).
                 reason = parts[0].decode(errors="replace")
                 _log.error("the scheduling process diverged (%s); restarting it", reason)
-                if self._round is not None and self._round.answer is None:
-                    round_id = self._round.round_id
-                    self._answer_round(round_id, Status.ERROR, f"replica diverged: {reason}", {})
+                if self._round is not None and not self._round.decided:
+                    self._answer_round(Status.ERROR, f"replica diverged: {reason}", {})
                 self._start_worker()
+
+    def _begin_round(self, current: _Round, decided: Mapping[str, Any]) -> None:
+        """Journal the round the scheduling process `decided` before applying any of it (see
+        `firmament_py.service.rounds`): a crash from now on leaves it to be finished by the
+        restarted daemon, so none of its decisions is lost. A round that decided nothing and
+        that nobody waits for is not journaled (nobody ever sees its number)."""
+        if not decided["deltas"] and not current.waiters:
+            self.rounds += 1
+            self._round = None
+            return
+        ids = [request_id for _, request_id in current.waiters]
+        elapsed_ms = (time.monotonic() - current.started) * 1000
+        try:
+            record, finished = self.service.begin_round(
+                current.round_id, ids, decided, self._now(), elapsed_ms
+            )
+        except ValueError as error:  # a bug: the round is lost, the daemon serves on
+            _log.exception("the scheduling process sent a bad round")
+            self._answer_round(Status.ERROR, f"internal error reading the round: {error}", {})
+            return
+        # Not forwarded: a round's record changes no task, and the replica made it.
+        self.journal.append_packed(_pack([record]), 1)
+        self._waiting_ids.difference_update(ids)  # remembered by the state from now on
+        current.decided = True
+        if finished is not None:
+            self._finish_round(finished)
 
     def _apply_chunk(self) -> None:
         """Apply the next chunk of the round's decisions, journal and forward its record; after
         the last, answer and publish the round."""
         current = self._round
-        assert current is not None and current.answer is not None
-        answer = current.answer
-        if current.chunks:
-            try:
-                chunk = [decision_from_wire(item) for item in current.chunks.pop(0)]
-                outcome, record = self.service.apply_decisions(
-                    chunk, self.service.clock(self._clock.now())
-                )
-            except Exception as error:  # a bug: the rest of the round is lost, serving goes on
-                _log.exception("applying a round's decisions failed")
-                reason = f"internal error applying the round: {error}"
-                self._answer_round(current.round_id, Status.ERROR, reason, {})
-                return
-            if record is not None:
-                current.applied.extend(record["deltas"])
-            current.refused.extend(
-                [decision_to_wire(u.decision), u.reason] for u in outcome.refused
+        assert current is not None and current.decided
+        elapsed_ms = (time.monotonic() - current.started) * 1000
+        try:
+            record, finished = self.service.apply_round_chunk(
+                self.config.decision_chunk, self._now(), elapsed_ms
             )
-            self._commit([] if record is None else [record])
-        if current.chunks:
-            return
-        self.journal.flush()  # before the round's answer acknowledges its decisions
-        self.rounds += 1
-        body = {
-            "round": answer["round"],
-            "deltas": current.applied,
-            "refused": current.refused,
-            "cost": answer["cost"],
-            "algorithm": answer["algorithm"],
-            "timings": answer["timings"],
-            "task_errors": answer["task_errors"],
-            "seq": self.service.seq,
-            "round_ms": (time.monotonic() - current.started) * 1000,
-        }
-        if self._publisher is not None and current.applied:
-            self._publisher.send_multipart([b"deltas", _pack(body)])
-        self._answer_round(answer["round"], Status.OK, "", body)
+        except Exception as error:  # a bug: the rest of the round is lost, serving goes on
+            _log.exception("applying a round's decisions failed")
+            record, finished = self.service.abort_round(
+                f"internal error applying the round: {error}", self._now()
+            )
+        self._commit([record])
+        if finished is not None:
+            self._finish_round(finished)
 
-    def _answer_round(
-        self, round_id: int, status: Status, reason: str, body: Mapping[str, Any]
-    ) -> None:
-        if self._round is None or self._round.round_id != round_id:
+    def _finish_round(self, finished: RoundAnswer) -> None:
+        """Answer and publish a round once its last record is journaled."""
+        self.journal.flush()  # before the answer acknowledges its decisions
+        if finished.status != Status.OK.value:
+            self._answer_round(Status(finished.status), finished.reason, {})
+            return
+        self.rounds += 1
+        if self._publisher is not None and finished.body["deltas"]:
+            self._publisher.send_multipart([b"deltas", _pack(finished.body)])
+        self._answer_round(Status.OK, "", finished.body)
+
+    def _now(self) -> int:
+        """The time of something happening now (`clock`), never before the state's."""
+        return self.service.clock(self._clock.now())
+
+    def _answer_round(self, status: Status, reason: str, body: Mapping[str, Any]) -> None:
+        """Answer the `schedule` requests waiting for the current round, which ends. The state
+        keeps a journaled round's answer for retries; an error before the round was journaled
+        is not kept (nothing changed: a retry waits for the next round)."""
+        if self._round is None:
             return
         self.journal.flush()  # the chunks applied so far, even if the round failed after them
         for identity, request_id in self._round.waiters:
             reply = encode_reply(request_id, status, reason, body)
             self._router.send_multipart([identity, reply])
-            self._schedule_answers[request_id] = reply
-            if len(self._schedule_answers) > _SCHEDULE_ANSWERS_KEPT:
-                self._schedule_answers.popitem(last=False)
+            self._waiting_ids.discard(request_id)
         self._round = None
 
     # ------------------------------------------------------------------ status and closing

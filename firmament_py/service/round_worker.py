@@ -37,7 +37,7 @@ from firmament_py.collector import settle as settle_collector
 from firmament_py.parent_death import die_with_parent
 from firmament_py.scheduler import Scheduler
 from firmament_py.service.protocol import decision_to_wire
-from firmament_py.service.state import ReplayError, replay
+from firmament_py.service.replay import ReplayError, replay
 from firmament_py.solvers.warmup import warm_up
 
 __all__ = ["run_worker"]

@@ -13,8 +13,11 @@ Two kinds of record:
 
 * `{"seq", "time", "kind": "request", "id", "type", "body"}`: a client's accepted request, as it
   was checked (see `protocol.events_of` for the events it stands for);
-* `{"seq", "time", "kind": "decisions", "deltas"}`: the decisions of a round that this state
-  accepted (see `scheduler.decisions.apply_decisions`), in wire form.
+* `{"seq", "time", "kind": "decisions", "deltas", ...}`: the decisions of a round that this
+  state accepted (see `scheduler.decisions.apply_decisions`), in wire form, a chunk of the
+  round's at a time; with `{"kind": "round", ...}` records, which change no task, they also
+  journal the round itself, so that a crash in the middle of one loses none of its decisions
+  (`firmament_py.service.rounds` says how).
 
 It also answers the read-only requests that list tasks and machines (`list_tasks`,
 `list_machines`), a page at a time in id order, so that a cluster manager can reconcile its
@@ -25,6 +28,8 @@ request it named (the last `dedup_window` of them, restored by replay too). A re
 known id gets the first one's reply again instead of a second application, if it is the same
 request; a different request under a used id is refused as invalid, since applying it or
 answering "already applied" would both be wrong (a client that restarted its id counter, say).
+The ids of `schedule` requests are remembered with the round that answered them, and a batch's
+id through its requests' (`ID/0`, ...): neither may name another request either.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.errors import ClusterError
@@ -47,7 +52,7 @@ from firmament_py.model.events import (
     TaskSubmitted,
 )
 from firmament_py.model.ids import Time
-from firmament_py.model.states import TaskState, TaskTransition
+from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision, DecisionOutcome, apply_decisions
 from firmament_py.service.protocol import (
     STATE_CHANGING_TYPES,
@@ -58,12 +63,22 @@ from firmament_py.service.protocol import (
     events_of,
     is_plain,
 )
+from firmament_py.service.replay import (
+    ReplayError,
+    Replica,
+    StateReplica,
+    advance_clock,
+    apply_plain,
+    replay,
+)
+from firmament_py.service.rounds import RoundAnswer, RoundBook, order_decisions
 
 __all__ = [
     "DEFAULT_DEDUP_WINDOW",
     "DEFAULT_LIST",
     "ReplayError",
     "Replica",
+    "ScheduleRetry",
     "ServiceState",
     "replay",
 ]
@@ -109,92 +124,6 @@ DEFAULT_LIST = 1_000
 """Tasks or machines a `tasks` or `machines` reply lists when the request gives no `limit`."""
 
 
-class ReplayError(Exception):
-    """A record that does not apply to the state it is replayed on: the journal and the state
-    (or the scheduling process's replica) disagree, which is a bug or a corrupt journal."""
-
-
-class Replica(Protocol):
-    """What records are replayed into: a `Scheduler`, or a bare cluster state (`StateReplica`)."""
-
-    @property
-    def state(self) -> ClusterState:
-        """The cluster state the records change."""
-
-    def handle(self, event: ClusterEvent) -> tuple[TaskTransition, ...] | None:
-        """Apply one event (ClusterError if the state refuses it)."""
-
-    def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome:
-        """Apply decisions, reporting those the state refuses."""
-
-    def trusted_submit(self, time: Time, task_id: int, job_id: str) -> None:
-        """A plain submission, without the event (see `ClusterState.trusted_submit`)."""
-
-    def trusted_remove(self, time: Time, task_id: int) -> None:
-        """A plain removal, without the event."""
-
-
-class StateReplica:
-    """A cluster state as a `Replica`: events and decisions applied directly."""
-
-    def __init__(self, state: ClusterState) -> None:
-        self.state = state
-
-    def handle(self, event: ClusterEvent) -> tuple[TaskTransition, ...]:
-        return self.state.apply(event)
-
-    def apply_decisions(self, decisions: list[Decision]) -> DecisionOutcome:
-        return apply_decisions(self.state, decisions)
-
-    def trusted_submit(self, time: Time, task_id: int, job_id: str) -> None:
-        self.state.trusted_submit(time, task_id, job_id)
-
-    def trusted_remove(self, time: Time, task_id: int) -> None:
-        self.state.trusted_remove(time, task_id)
-
-
-def _advance(state: ClusterState, time: Time) -> None:
-    if time > state.now:
-        state.advance_to(time)
-
-
-def replay(replica: Replica, record: Mapping[str, Any]) -> None:
-    """Apply one record to `replica`; ReplayError if it does not apply."""
-    kind = record.get("kind")
-    time = record["time"]
-    if kind == "request":
-        _advance(replica.state, time)
-        request_type, body = record["type"], record["body"]
-        try:
-            if is_plain(request_type, body):  # as `ServiceState` applied it
-                _apply_plain(replica, request_type, body, time)
-                return
-            for event in events_of(request_type, body, time):
-                replica.handle(event)
-        except (ClusterError, ValueError, TypeError) as error:
-            raise ReplayError(f"record {record['seq']}: {error}") from error
-    elif kind == "decisions":
-        _advance(replica.state, time)
-        try:
-            decisions = [decision_from_wire(item) for item in record["deltas"]]
-        except ValueError as error:
-            raise ReplayError(f"record {record['seq']}: {error}") from error
-        outcome = replica.apply_decisions(decisions)
-        if outcome.refused:
-            raise ReplayError(f"record {record['seq']}: refused {outcome.refused[0]}")
-    else:
-        raise ReplayError(f"record {record.get('seq')}: unknown kind {kind!r}")
-
-
-def _apply_plain(replica: Replica, kind: str, body: Mapping[str, Any], time: Time) -> None:
-    """Apply a plain request (`protocol.is_plain`) through the replica's trusted calls, which
-    take its checked values without building events."""
-    if kind == "task_submitted":
-        replica.trusted_submit(time, body["task_id"], body["job_id"])
-    else:
-        replica.trusted_remove(time, body["task_id"])
-
-
 @dataclass
 class Reply:
     """A reply to send: status, reason and body (the request id is the caller's)."""
@@ -204,8 +133,29 @@ class Reply:
     body: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ScheduleRetry:
+    """What a `schedule` request under an id the state knows gets: `reply` now, or, if None,
+    the answer of the round in progress (the round it waited for, cut short by a restart)."""
+
+    reply: Reply | None
+
+
+_SCHEDULE_DIGEST = _digest("schedule", {})
+"""The digest a `schedule` request's id is remembered with."""
+
+
+def _used_before(request_id: str, seq: int, what: str = "a different request") -> Reply:
+    return Reply(
+        Status.INVALID,
+        f"request id {request_id!r} was used before for {what} (record {seq}): request ids "
+        "name one request each",
+    )
+
+
 class ServiceState:
-    """The authoritative cluster state, its record sequence and the replies to applied ids."""
+    """The authoritative cluster state, its record sequence, the replies to applied ids, and
+    where the journaled rounds stand (`rounds`)."""
 
     def __init__(
         self,
@@ -219,13 +169,19 @@ class ServiceState:
         self.dedup_window = dedup_window
         self._replica = StateReplica(self.cluster)
         self._applied: OrderedDict[str, _Applied] = OrderedDict()
+        self.rounds = RoundBook()
 
     # ------------------------------------------------------------------ snapshots
 
     def snapshot(self) -> dict[str, Any]:
         """What a journal snapshot holds (picklable)."""
         applied = [(request_id, *entry) for request_id, entry in self._applied.items()]
-        return {"seq": self.seq, "cluster": self.cluster, "applied": applied}
+        return {
+            "seq": self.seq,
+            "cluster": self.cluster,
+            "applied": applied,
+            "rounds": self.rounds.snapshot(),
+        }
 
     @classmethod
     def from_snapshot(
@@ -234,6 +190,8 @@ class ServiceState:
         service = cls(payload["cluster"], seq=payload["seq"], dedup_window=dedup_window)
         for request_id, seq, *digest in payload["applied"]:
             service._remember(request_id, seq, digest[0] if digest else None)  # older: no digest
+        if "rounds" in payload:  # older snapshots kept no rounds: numbering starts again at 1
+            service.rounds = RoundBook.restore(payload["rounds"])
         return service
 
     def replay(self, records: Iterable[Mapping[str, Any]]) -> int:
@@ -244,11 +202,22 @@ class ServiceState:
                 continue  # already in the snapshot
             if record["seq"] != self.seq + 1:
                 raise ReplayError(f"record {record['seq']} follows record {self.seq}: a gap")
+            kind = record["kind"]
+            chunk = kind == "decisions" and "round" in record
+            try:
+                if chunk:
+                    self.rounds.check_chunk(record)  # before any of its decisions is applied
+                elif kind == "round":
+                    self._begin(record)
+            except ValueError as error:
+                raise ReplayError(f"record {record['seq']}: {error}") from error
             replay(self._replica, record)
             self.seq = record["seq"]
-            if record["kind"] == "request":
+            if kind == "request":
                 digest = _digest(record["type"], record["body"])
                 self._remember(record["id"], record["seq"], digest)
+            elif chunk:
+                self.rounds.advance(record)
             count += 1
         return count
 
@@ -266,13 +235,16 @@ class ServiceState:
     def advance(self, time: Time) -> None:
         """Move the clock to `time` (a round's), if it is later. Not journaled: every record
         after it carries a time at least as late, and replay moves the clock with them."""
-        _advance(self.cluster, time)
+        advance_clock(self.cluster, time)
 
     def apply_request(self, request: Request, time: Time) -> tuple[Reply, dict[str, Any] | None]:
         """Check and apply a state-changing request at `time`: its reply, and the record to
         journal (None if nothing changed: refused, or a retry of an applied request id)."""
         if request.type not in STATE_CHANGING_TYPES:
             raise ValueError(f"{request.type!r} does not change the state")
+        batch = self._batch_seq(request.request_id)
+        if batch is not None:
+            return _used_before(request.request_id, batch, "a batch"), None
         status, reason, body, record = self._apply(
             request.request_id, request.type, request.body, time
         )
@@ -282,6 +254,9 @@ class ServiceState:
         """Apply a `batch`'s requests in order, each as `apply_request` would (the i-th under
         the request id `ID/i`, so a retried batch applies none twice): the reply, whose body
         holds every request's `[status, reason, body]`, and the records to journal."""
+        known = self._applied.get(request.request_id)
+        if known is not None:  # a single request's or a `schedule`'s id: not this batch's
+            return _used_before(request.request_id, known[0]), []
         answers: list[list[Any]] = []
         records: list[dict[str, Any]] = []
         prefix = request.request_id + "/"
@@ -319,8 +294,8 @@ class ServiceState:
             refused = self._plain_refusal(kind, body["task_id"])
             if refused is not None:
                 return refused
-            _advance(self.cluster, time)
-            _apply_plain(self._replica, kind, body, time)
+            advance_clock(self.cluster, time)
+            apply_plain(self._replica, kind, body, time)
         else:
             try:
                 events = events_of(kind, body, time)
@@ -329,7 +304,7 @@ class ServiceState:
             refusal = self._refusal(events)
             if refusal is not None:
                 return refusal.status.value, refusal.reason, refusal.body, None
-            _advance(self.cluster, time)
+            advance_clock(self.cluster, time)
             applied: list[ClusterEvent] = []
             for event in events:
                 try:
@@ -352,6 +327,14 @@ class ServiceState:
             "body": body if type(body) is dict else dict(body),
         }
         return _OK, "", {"seq": seq}, record
+
+    def _batch_seq(self, request_id: str) -> int | None:
+        """The record of the first request of the batch `request_id` named, if it named a
+        batch (a fresh id: most requests' cost is one dict lookup more)."""
+        if request_id in self._applied:
+            return None
+        first = self._applied.get(request_id + "/0")
+        return None if first is None else first[0]
 
     def _plain_refusal(
         self, kind: str, task_id: int
@@ -450,9 +433,10 @@ class ServiceState:
     def apply_decisions(
         self, decisions: list[Decision], time: Time
     ) -> tuple[DecisionOutcome, dict[str, Any] | None]:
-        """Apply a round's decisions at `time`: what was applied and refused, and the record to
-        journal (None if nothing was applied)."""
-        _advance(self.cluster, time)
+        """Apply decisions that belong to no journaled round at `time`: what was applied and
+        refused, and the record to journal (None if nothing was applied). The daemon's rounds
+        go through `begin_round` and `apply_round_chunk` instead."""
+        advance_clock(self.cluster, time)
         outcome = apply_decisions(self.cluster, decisions)
         if not outcome.applied:
             return outcome, None
@@ -464,3 +448,114 @@ class ServiceState:
             "deltas": [decision_to_wire(d) for d in outcome.applied],
         }
         return outcome, record
+
+    def begin_round(
+        self,
+        round_id: int,
+        request_ids: list[str],
+        decided: Mapping[str, Any],
+        time: Time,
+        round_ms: float,
+    ) -> tuple[dict[str, Any], RoundAnswer | None]:
+        """Journal a round the scheduling process decided (its answer: `deltas`, `cost`,
+        `algorithm`, `timings`, `task_errors`) before any of its decisions is applied: the
+        record, and the round's answer if that finished it (it decided nothing; `round_ms` is
+        then its time). The `request_ids` that waited for it are remembered as `schedule`
+        requests. ValueError, with nothing changed, for a decision that is not one, or a
+        round that does not follow the last (a bug)."""
+        record = {
+            "seq": self.seq + 1,
+            "time": time,
+            "kind": "round",
+            "round": round_id,
+            "ids": list(request_ids),
+            "deltas": order_decisions(decided["deltas"]),
+            **{key: decided[key] for key in ("cost", "algorithm", "timings", "task_errors")},
+        }
+        if not record["deltas"]:
+            record["round_ms"] = round_ms
+        answer = self._begin(record)
+        self.seq += 1
+        return record, answer
+
+    def _begin(self, record: Mapping[str, Any]) -> RoundAnswer | None:
+        answer = self.rounds.begin(record)
+        for request_id in record["ids"]:
+            self._remember(request_id, record["seq"], _SCHEDULE_DIGEST)
+        return answer
+
+    def apply_round_chunk(
+        self, size: int, time: Time, round_ms: float
+    ) -> tuple[dict[str, Any], RoundAnswer | None]:
+        """Apply the next chunk (up to `size` decisions) of the round in progress at `time`:
+        the record to journal (written even if the state refused every decision, so that a
+        recovery knows they were tried), and the round's answer if this was its last chunk
+        (`round_ms` is then its time)."""
+        current = self.rounds.current
+        if current is None:
+            raise ValueError("no round is in progress")
+        items = current.next_chunk(size)
+        advance_clock(self.cluster, time)
+        outcome = apply_decisions(self.cluster, [decision_from_wire(item) for item in items])
+        record: dict[str, Any] = {
+            "seq": self.seq + 1,
+            "time": time,
+            "kind": "decisions",
+            "deltas": [decision_to_wire(d) for d in outcome.applied],
+            "round": current.round_id,
+            "done": current.done + len(items),
+            "refused": [[decision_to_wire(u.decision), u.reason] for u in outcome.refused],
+        }
+        if record["done"] == len(current.deltas):
+            record["round_ms"] = round_ms
+        self.seq += 1
+        return record, self.rounds.advance(record)
+
+    def abort_round(self, reason: str, time: Time) -> tuple[dict[str, Any], RoundAnswer]:
+        """End the round in progress with an error (applying it failed: a bug), keeping what
+        was applied: the record, and the round's answer (`error`, `reason`)."""
+        current = self.rounds.current
+        if current is None:
+            raise ValueError("no round is in progress")
+        self.seq += 1
+        record = {
+            "seq": self.seq,
+            "time": time,
+            "kind": "decisions",
+            "deltas": [],
+            "round": current.round_id,
+            "done": current.done,
+            "refused": [],
+            "error": reason,
+        }
+        answer = self.rounds.advance(record)
+        assert answer is not None
+        return record, answer
+
+    def schedule_retry(self, request_id: str) -> ScheduleRetry | None:
+        """What a `schedule` request gets under an id this state knows; None for an id it does
+        not know (the request waits for the next round). A round's answer again, or its round
+        in progress; a refusal if the id named another request, or its round's answer is no
+        longer kept."""
+        known = self._applied.get(request_id)
+        if known is None:
+            batch = self._batch_seq(request_id)
+            return (
+                None if batch is None else ScheduleRetry(_used_before(request_id, batch, "a batch"))
+            )
+        seq, digest = known
+        if digest != _SCHEDULE_DIGEST:
+            return ScheduleRetry(_used_before(request_id, seq))
+        if self.rounds.round_of(request_id) is None:
+            return ScheduleRetry(
+                Reply(
+                    Status.NOT_FOUND,
+                    f"request id {request_id!r} was answered by the round journaled as record "
+                    f"{seq}, whose answer is no longer kept (the last {self.rounds.kept_answers:,} "
+                    "rounds' are): list the tasks to see where that round put them",
+                )
+            )
+        answer = self.rounds.answer_for(request_id)
+        if answer is None:
+            return ScheduleRetry(None)  # its round is in progress
+        return ScheduleRetry(Reply(Status(answer.status), answer.reason, dict(answer.body)))
