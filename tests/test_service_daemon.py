@@ -52,6 +52,7 @@ from firmament_py.service import (
 from firmament_py.service.journal import JournalError
 from firmament_py.service.keys import KeyFileError, authorise_client, generate_key_pair
 from firmament_py.service.protocol import decode_reply, encode_request
+from firmament_py.service.worker_link import WorkerLink
 
 from .test_service_crash import recovered
 from .test_service_protocol import fingerprint
@@ -387,7 +388,7 @@ def test_only_this_user_can_reach_the_scheduling_process_socket(tmp_path: Path) 
     the socket is a Unix socket in a directory of this user's alone, removed on close."""
     daemon = SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
     try:
-        endpoint = daemon._worker_endpoint
+        endpoint = daemon.link.endpoint
         assert endpoint.startswith("ipc://")
         path = endpoint.removeprefix("ipc://")
         directory = Path(path).parent
@@ -431,7 +432,7 @@ def test_a_long_temporary_directory_gives_the_socket_a_short_one(
     monkeypatch.setattr(tempfile, "tempdir", str(long))
     served = Running(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
     try:
-        assert served.daemon._worker_endpoint.startswith("ipc:///tmp/firmament-py-")
+        assert served.daemon.link.endpoint.startswith("ipc:///tmp/firmament-py-")
         assert list(long.iterdir()) == []  # the long one was tried and removed
         with Client(served.endpoint) as client:
             client.add_machines(machines(1))
@@ -533,12 +534,12 @@ def test_a_dead_scheduling_process_is_restarted(running: Running) -> None:
     with Client(running.endpoint, timeout=20) as client:
         client.add_machines(machines(1))
         client.submit_task(1, "j")
-        process = running.daemon._process
+        process = running.daemon.link.process
         assert process is not None
         process.kill()
         process.wait()
         deadline = time.monotonic() + 20
-        while client.status()["worker_alive"] is False or running.daemon._process is process:
+        while client.status()["worker_alive"] is False or running.daemon.link.process is process:
             assert time.monotonic() < deadline, "the scheduling process was not restarted"
             time.sleep(0.05)
         placed = client.schedule()
@@ -561,8 +562,8 @@ def test_a_scheduling_process_that_dies_before_connecting_does_not_hang_the_daem
     with Client(running.endpoint, timeout=20) as client:
         client.add_machines(machines(1))
         client.submit_task(1, "j")
-        monkeypatch.setattr(daemon, "_worker_command", broken)
-        process = daemon._process
+        monkeypatch.setattr(daemon.link, "command", broken)
+        process = daemon.link.process
         assert process is not None
         process.kill()
         process.wait()
@@ -583,9 +584,7 @@ def test_a_daemon_waiting_for_its_scheduling_process_does_not_spin(
     """While no scheduling process has said hello (one still starting, or none between
     restarts) no round can start: the loop waits in its poll, not in a turn a microsecond
     (it used to turn tens of thousands of times a second, a core's worth, until the hello)."""
-    monkeypatch.setattr(
-        SchedulingDaemon, "_worker_command", lambda self: [sys.executable, "-c", worker]
-    )
+    monkeypatch.setattr(WorkerLink, "command", lambda self: [sys.executable, "-c", worker])
     turns = 0
     serve_once = SchedulingDaemon.serve_once
 
@@ -615,18 +614,18 @@ def test_a_removed_socket_file_is_made_again_for_the_next_scheduling_process(
     """Cleaners of old files in /tmp may remove the socket's file: the connected process
     does not notice, but a new one could never connect to it."""
     daemon = running.daemon
-    old = daemon._worker_endpoint
+    old = daemon.link.endpoint
     shutil.rmtree(Path(old.removeprefix("ipc://")).parent)
     with Client(running.endpoint, timeout=20) as client:
         client.add_machines(machines(1))
-        process = daemon._process
+        process = daemon.link.process
         assert process is not None
         process.kill()
         process.wait()
         client.submit_task(1, "j")
         assert [d.task for d in client.schedule().deltas] == [1]
-    assert daemon._worker_endpoint != old
-    assert Path(daemon._worker_endpoint.removeprefix("ipc://")).exists()
+    assert daemon.link.endpoint != old
+    assert Path(daemon.link.endpoint.removeprefix("ipc://")).exists()
 
 
 @pytest.mark.parametrize(
@@ -746,12 +745,12 @@ def test_a_bad_decision_loses_its_round_and_nothing_else(tmp_path: Path, deltas:
         seq = daemon.service.seq
         daemon._round = _Round(1, [], time.monotonic())
         answer = {"round": 1, "deltas": deltas, "cost": 0, "algorithm": "x", "timings": {}}
-        real = daemon._worker
-        daemon._worker = _AnswerOnce([b"decided", msgpack.packb(answer)])  # type: ignore[assignment]
+        real = daemon.link.socket
+        daemon.link.socket = _AnswerOnce([b"decided", msgpack.packb(answer)])  # type: ignore[assignment]
         try:
             daemon._serve_worker()
         finally:
-            daemon._worker = real
+            daemon.link.socket = real
         assert daemon._round is None  # answered (with an error), not left hanging
         assert daemon.rounds == 0
         assert daemon.service.seq == seq
@@ -844,11 +843,11 @@ def test_requests_right_after_the_scheduling_process_dies_are_answered(
     with Client(running.endpoint, timeout=20, retries=0) as client:
         client.add_machines(machines(1))
         client.schedule()  # the scheduling process is connected and has the state
-        process = daemon._process
+        process = daemon.link.process
         assert process is not None
         stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         try:
-            daemon._process = stand_in
+            daemon.link.process = stand_in
             process.kill()
             process.wait()
             time.sleep(0.3)  # ZeroMQ notices the closed connection

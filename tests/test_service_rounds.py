@@ -253,7 +253,7 @@ def test_a_round_cut_short_is_finished_after_a_restart_and_answered_whole(
         items = [{"type": "task_submitted", "body": _task(task_id)} for task_id in range(30)]
         driver.send("submit", "batch", {"requests": items})
         assert driver.answer("submit")[0] is Status.OK
-        driver.turn_until(lambda: daemon._worker_ready, "the scheduling process ready")
+        driver.turn_until(lambda: daemon.link.ready, "the scheduling process ready")
         driver.send("round-a", "schedule")
         cluster = daemon.service.cluster
         driver.turn_until(

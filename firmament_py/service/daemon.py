@@ -38,15 +38,9 @@ an allowed key cannot connect at all, so they get no reply of any kind.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
-import os
-import pickle
 import shutil
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -73,6 +67,7 @@ from firmament_py.service.protocol import (
 )
 from firmament_py.service.rounds import RoundAnswer
 from firmament_py.service.state import DEFAULT_DEDUP_WINDOW, ServiceState
+from firmament_py.service.worker_link import WorkerLink, WorkerLinkError
 from firmament_py.solvers.registry import solver_factory
 
 __all__ = ["DaemonConfig", "DaemonError", "SchedulingDaemon", "is_loopback"]
@@ -110,12 +105,6 @@ class DaemonConfig:
     """A round's decisions applied per loop turn (a round's migrations go in one chunk)."""
     dedup_window: int = DEFAULT_DEDUP_WINDOW
     curve: CurveServerKeys | None = None
-
-
-# A scheduling process that exits is started again at most this often; one that has not
-# said hello this long after its start (it does before loading anything heavy) is ended.
-_RESTART_INTERVAL_S = 1.0
-_HELLO_TIMEOUT_S = 30.0
 
 
 def _pack(value: Any) -> bytes:
@@ -214,17 +203,14 @@ class SchedulingDaemon:
             self._round = _Round(cut_short.round_id, [], time.monotonic(), decided=True)
         self._context = zmq.Context()
         self._authenticator: ThreadAuthenticator | None = None
-        self._process: subprocess.Popen[bytes] | None = None
-        self._worker_dir: str | None = None
-        self._worker_ready = False  # the scheduling process said hello and was sent the state
-        self._worker_started = 0.0
+        self._link: WorkerLink | None = None
         try:
             self._open_sockets()
-            self._start_worker()
+            self.link.start()
         except BaseException:
-            self._stop_worker_process()
             self._context.destroy(linger=0)
-            self._remove_worker_dir()
+            if self._link is not None:
+                self._link.close()
             self.journal.close()
             if journal_is_new:
                 shutil.rmtree(config.journal, ignore_errors=True)
@@ -241,10 +227,15 @@ class SchedulingDaemon:
         self._publisher: zmq.Socket[bytes] | None = None
         if config.curve is not None:
             config.curve.apply_server(self._router)
-        self._worker = self._context.socket(zmq.PAIR)
-        self._worker.setsockopt(zmq.LINGER, 0)
-        self._worker.setsockopt(zmq.SNDHWM, 0)  # never block on a scheduling process behind
-        self._worker_endpoint = self._bind_worker_socket()
+        options = {
+            "policy": config.policy,
+            "solver": config.solver,
+            "solver_options": dict(config.solver_options),
+        }
+        try:
+            self._link = WorkerLink(self._context, options)
+        except WorkerLinkError as error:
+            raise DaemonError(str(error)) from error
         open_ipv6(self._router, config.bind)
         try:
             self._router.bind(config.bind)
@@ -262,112 +253,13 @@ class SchedulingDaemon:
                 raise DaemonError(f"cannot bind {config.publish}: {error}") from error
         self._poller = zmq.Poller()
         self._poller.register(self._router, zmq.POLLIN)
-        self._poller.register(self._worker, zmq.POLLIN)
+        self._poller.register(self._link.socket, zmq.POLLIN)
 
-    def _bind_worker_socket(self) -> str:
-        """Bind the socket to the scheduling process where no other user can reach it.
-
-        Whoever connects to it first becomes the scheduling process: it is sent the whole
-        cluster state and its decisions are applied. A loopback TCP port is open to every local
-        user (one who connected while the process starts, or restarts, would take its place),
-        so the socket is a Unix socket in a directory only this user can enter (`mkdtemp`
-        makes it mode 0700); removed by `close` (not after SIGKILL). A libzmq without the ipc
-        transport (Windows builds) gets loopback TCP, and a warning in the log.
-        """
-        if not zmq.has("ipc"):
-            _log.warning("no ipc transport: the scheduling process's socket is on loopback TCP")
-            port = self._worker.bind_to_random_port("tcp://127.0.0.1")
-            return f"tcp://127.0.0.1:{port}"
-        # A Unix socket's path has a length limit (107 bytes on Linux): a long TMPDIR falls
-        # back to /tmp.
-        for parent in (None, "/tmp"):
-            try:
-                self._worker_dir = tempfile.mkdtemp(prefix="firmament-py-", dir=parent)
-            except OSError as error:
-                raise DaemonError(f"cannot make a directory for a socket: {error}") from error
-            path = f"{self._worker_dir}/worker"
-            if len(path.encode()) <= zmq.IPC_PATH_MAX_LEN:
-                self._worker.bind(f"ipc://{path}")
-                return f"ipc://{path}"
-            self._remove_worker_dir()
-        raise DaemonError(
-            f"no directory for the scheduling process's socket: {path!r} is longer than "
-            f"{zmq.IPC_PATH_MAX_LEN} bytes"
-        )
-
-    # ------------------------------------------------------------------ the worker
-
-    def _start_worker(self) -> None:
-        """Start a scheduling process; `_send_init` gives it the state once it has connected."""
-        self._stop_worker_process()
-        if self._worker_dir is not None and not os.path.exists(f"{self._worker_dir}/worker"):
-            # Removed under us (a cleaner of old files in /tmp): a new process could never
-            # connect to it, so bind a new one.
-            self._worker.unbind(self._worker_endpoint)
-            self._remove_worker_dir()
-            self._worker_endpoint = self._bind_worker_socket()
-        self._worker_ready = False
-        self._worker_started = time.monotonic()
-        self._process = subprocess.Popen(self._worker_command())
-
-    def _worker_command(self) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "firmament_py.service.round_worker",
-            self._worker_endpoint,
-            str(os.getpid()),
-        ]
-
-    def _send_init(self) -> None:
-        """Send the scheduling process the whole state, when it says `hello`.
-
-        It says so once connected. A PAIR socket has nowhere to queue a message for a peer
-        not yet connected, so a send before would wait for the connection, forever if the
-        process died first (one that cannot load its solver, say), and one to a peer that just
-        died could be lost. Until then no records are forwarded and no round starts: the
-        state sent is the state as of the `hello`."""
-        options = {
-            "policy": self.config.policy,
-            "solver": self.config.solver,
-            "solver_options": dict(self.config.solver_options),
-        }
-        self._worker_ready = self._to_worker(
-            [b"init", pickle.dumps(self.service.cluster), pickle.dumps(options)]
-        )
-
-    def _to_worker(self, frames: list[bytes]) -> bool:
-        """Send to the scheduling process; False if it is no longer connected, and it is then
-        ended (the loop starts another, which is sent the whole state).
-
-        A PAIR socket without its peer would hold a send until one connects, and no other
-        could while this thread waits: the send never waits. With a peer it never has to
-        (no high-water mark), so a refusal means the process is gone or lost its connection.
-        """
-        try:
-            self._worker.send_multipart(frames, zmq.NOBLOCK)
-        except zmq.Again:
-            _log.error("the scheduling process is not connected; starting another")
-            self._worker_ready = False
-            self._stop_worker_process()
-            return False
-        return True
-
-    def _stop_worker_process(self, *, asked: bool = False) -> None:
-        """Wait for the worker to exit (if it was `asked` to), else end it."""
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        if asked:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(5)
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    @property
+    def link(self) -> WorkerLink:
+        """The scheduling process and the socket to it."""
+        assert self._link is not None  # made before anything else could use it
+        return self._link
 
     # ------------------------------------------------------------------ the loop
 
@@ -389,11 +281,10 @@ class SchedulingDaemon:
             return 0  # decisions to apply: only look for requests in between
         if self.journal.snapshot_in_progress:
             return 10  # to reap the snapshot's child soon
-        if not self._worker_ready:
+        if not self.link.ready:
             # No round can start: its hello wakes the poll; only a restart has a time to keep.
-            if self._process is None:
-                wait = self._worker_started + _RESTART_INTERVAL_S - time.monotonic()
-                return max(0, min(100, int(wait * 1000) + 1))
+            if self.link.process is None:
+                return max(0, min(100, int(self.link.restart_wait_s() * 1000) + 1))
             return 100
         interval = self.config.auto_schedule_ms
         if interval is None or self._round is not None:
@@ -406,32 +297,24 @@ class SchedulingDaemon:
         ready = dict(self._poller.poll(timeout_ms))
         if self._router in ready:
             self._serve_requests()
-        if self._worker in ready:
+        if self.link.socket in ready:
             self._serve_worker()
         if self._round is not None and self._round.decided:
             self._apply_chunk()
-        if self._process is not None and self._process.poll() is not None:
-            code = self._process.returncode
+        code = self.link.exited()
+        if code is not None:
             _log.error("the scheduling process exited (status %s); restarting it", code)
             if self._round is not None and not self._round.decided:
                 reason = f"the scheduling process exited (status {code})"
                 self._answer_round(Status.ERROR, reason, {})
-            self._process = None
-            self._worker_ready = False
-        elif (
-            self._process is not None
-            and not self._worker_ready
-            and time.monotonic() - self._worker_started > _HELLO_TIMEOUT_S
-        ):
+        elif self.link.hello_overdue():
             _log.error("the scheduling process never connected; starting another")
-            self._stop_worker_process()
-        if self._process is None and not self._stopping.is_set():
-            # At most one start a second: a process that dies at once is not respawned in a
-            # loop.
-            if time.monotonic() - self._worker_started >= _RESTART_INTERVAL_S:
-                self._start_worker()
+            self.link.stop_process()
+        if self.link.process is None and not self._stopping.is_set():
+            if self.link.restart_wait_s() <= 0:
+                self.link.start()
         self.journal.poll_snapshot()
-        if self._round is None and not self._stopping.is_set() and self._worker_ready:
+        if self._round is None and not self._stopping.is_set() and self.link.ready:
             interval = self.config.auto_schedule_ms
             due = interval is not None and (
                 time.monotonic() - self._last_round_start >= interval / 1000
@@ -465,8 +348,8 @@ class SchedulingDaemon:
         if records:
             payload = _pack(records)
             self.journal.append_packed(payload, len(records))
-            if self._worker_ready:  # else the state it will be sent includes them
-                self._to_worker([b"records", payload])
+            if self.link.ready:  # else the state it will be sent includes them
+                self.link.send([b"records", payload])
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
             if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
                 gc.freeze()  # see the module docstring
@@ -571,18 +454,18 @@ class SchedulingDaemon:
         # later record is at that time or after (even if the wall clock steps back).
         now = self._now()
         self.service.advance(now)
-        if not self._to_worker([b"decide", _pack([self._round.round_id, now])]):
+        if not self.link.send([b"decide", _pack([self._round.round_id, now])]):
             reason = "the scheduling process was lost; try again"
             self._answer_round(Status.ERROR, reason, {})
 
     def _serve_worker(self) -> None:
         while True:
             try:
-                kind, *parts = self._worker.recv_multipart(zmq.NOBLOCK)
+                kind, *parts = self.link.socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
                 return
             if kind == b"hello":  # a scheduling process (re)started and connected
-                self._send_init()
+                self.link.send_init(self.service.cluster)
             elif kind == b"decided":
                 answer = msgpack.unpackb(parts[0], raw=False)
                 current = self._round
@@ -601,7 +484,7 @@ class SchedulingDaemon:
                 _log.error("the scheduling process diverged (%s); restarting it", reason)
                 if self._round is not None and not self._round.decided:
                     self._answer_round(Status.ERROR, f"replica diverged: {reason}", {})
-                self._start_worker()
+                self.link.start()
 
     def _begin_round(self, current: _Round, decided: Mapping[str, Any]) -> None:
         """Journal the round the scheduling process `decided` before applying any of it (see
@@ -693,18 +576,13 @@ class SchedulingDaemon:
             "tasks": len(cluster.tasks),
             "waiting": len(cluster.waiting_task_ids),
             "running": running,
-            "worker_alive": self._process is not None and self._process.poll() is None,
-            "worker_pid": self._process.pid if self._process is not None else None,
+            "worker_alive": self.link.alive,
+            "worker_pid": self.link.pid,
             "snapshot_in_progress": self.journal.snapshot_in_progress,
             "snapshot_failures": self.journal.snapshot_failures,
             "uptime_s": time.monotonic() - self.started,
             "now_us": self._clock.now(),
         }
-
-    def _remove_worker_dir(self) -> None:
-        if self._worker_dir is not None:
-            shutil.rmtree(self._worker_dir, ignore_errors=True)
-            self._worker_dir = None
 
     def close(self) -> None:
         """Flush the journal, write a snapshot, stop the worker, close the sockets."""
@@ -717,10 +595,7 @@ class SchedulingDaemon:
                 self._clock.close()  # while the journal's lock keeps a successor out
             finally:
                 self.journal.close()
-            with contextlib.suppress(zmq.ZMQError):
-                self._worker.send_multipart([b"stop"], zmq.NOBLOCK)
-            self._stop_worker_process(asked=True)
+            self.link.close()
             if self._authenticator is not None:
                 self._authenticator.stop()
             self._context.destroy(linger=1000)
-            self._remove_worker_dir()
