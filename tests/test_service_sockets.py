@@ -8,9 +8,17 @@ import time
 from pathlib import Path
 
 import msgpack
+import pytest
 import zmq
 
-from firmament_py.service import Client, DaemonConfig
+from firmament_py.service import (
+    Client,
+    CurveClientKeys,
+    CurveServerKeys,
+    DaemonConfig,
+    DaemonTimeout,
+)
+from firmament_py.service.keys import authorise_client, generate_key_pair
 
 from .test_service_daemon import Running, _free_port, machines
 
@@ -50,3 +58,47 @@ def test_ipv6_endpoints_are_told_apart() -> None:
     assert is_ipv6("tcp://[2001:db8::1]:*") and not is_loopback("tcp://[2001:db8::1]:*")
     for endpoint in ("tcp://127.0.0.1:7100", "tcp://*:7100", "tcp://localhost:1", "ipc:///x"):
         assert not is_ipv6(endpoint), endpoint
+
+
+def test_a_client_key_authorised_while_the_daemon_runs_is_let_in(tmp_path: Path) -> None:
+    """`keys authorise` copies a key into `clients/`: the running daemon allows it within a
+    second (it used to take a restart), and forgets a key removed from there likewise."""
+    server_dir = tmp_path / "server"
+    generate_key_pair(server_dir, "server")
+    alice_public, _ = generate_key_pair(tmp_path / "alice", "alice")
+    authorise_client(server_dir, alice_public)
+    bob_public, bob_secret = generate_key_pair(tmp_path / "bob", "bob")
+    config = DaemonConfig(
+        bind="tcp://127.0.0.1:*", journal=tmp_path / "j", curve=CurveServerKeys.load(server_dir)
+    )
+    served = Running(config)
+    bob = CurveClientKeys.load(bob_secret, server_dir / "server.key")
+    try:
+        with (
+            Client(served.endpoint, curve=bob, timeout=0.3, retries=0) as client,
+            pytest.raises(DaemonTimeout),
+        ):
+            client.status()  # not allowed yet: no reply of any kind
+        # The daemon looks at `clients/` once a second; a connection refused before that is
+        # not tried again by ZeroMQ, so each attempt is a new connection.
+        authorise_client(server_dir, bob_public)
+        assert _comes_to_be(served.endpoint, bob, served=True)
+        (server_dir / "clients" / "bob.key").unlink()
+        assert _comes_to_be(served.endpoint, bob, served=False)
+    finally:
+        served.stop()
+
+
+def _comes_to_be(endpoint: str, keys: CurveClientKeys, *, served: bool) -> bool:
+    """Whether a new connection with `keys` comes to be `served` (or not) within 30 s, a new
+    connection at a time."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with Client(endpoint, curve=keys, timeout=0.3, retries=0) as client:
+            try:
+                answered = client.status()["protocol"] == 1
+            except DaemonTimeout:
+                answered = False
+        if answered == served:
+            return True
+    return False

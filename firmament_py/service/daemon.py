@@ -57,7 +57,7 @@ from firmament_py.sdk.manager import unknown_policy
 from firmament_py.service.clock import DaemonClock
 from firmament_py.service.endpoints import TRANSPORTS, is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError
-from firmament_py.service.keys import CurveServerKeys, start_authenticator
+from firmament_py.service.keys import AllowedClients, CurveServerKeys, start_authenticator
 from firmament_py.service.protocol import (
     PROTOCOL_VERSION,
     ProtocolError,
@@ -203,6 +203,8 @@ class SchedulingDaemon:
             self._round = _Round(cut_short.round_id, [], time.monotonic(), decided=True)
         self._context = zmq.Context()
         self._authenticator: ThreadAuthenticator | None = None
+        self._allowed: AllowedClients | None = None
+        self._keys_checked = time.monotonic()
         self._link: WorkerLink | None = None
         try:
             self._open_sockets()
@@ -220,6 +222,7 @@ class SchedulingDaemon:
         config = self.config
         if config.curve is not None:
             self._authenticator = start_authenticator(self._context, config.curve)
+            self._allowed = AllowedClients(self._authenticator, config.curve.clients)
         self._router = self._context.socket(zmq.ROUTER)
         self._router.setsockopt(zmq.MAXMSGSIZE, 4 * config.max_message_bytes)
         self._router.setsockopt(zmq.ROUTER_HANDOVER, 1)
@@ -314,6 +317,10 @@ class SchedulingDaemon:
             if self.link.restart_wait_s() <= 0:
                 self.link.start()
         self.journal.poll_snapshot()
+        if self._allowed is not None and time.monotonic() - self._keys_checked >= 1.0:
+            self._keys_checked = time.monotonic()
+            if self._allowed.refresh():
+                _log.info("the allowed client keys changed; new connections see the change")
         if self._round is None and not self._stopping.is_set() and self.link.ready:
             interval = self.config.auto_schedule_ms
             due = interval is not None and (

@@ -4,10 +4,13 @@ A key directory, as `firmament-py keys generate` lays it out:
 
 * `server.key` / `server.key_secret`: the daemon's key pair (clients need `server.key`);
 * `clients/*.key`: the public keys of the clients allowed to connect; any other client fails
-  the handshake and never reaches the daemon;
+  the handshake and never reaches the daemon. A running daemon takes up keys added to (or
+  removed from) the directory within a second (`AllowedClients`);
 * a client's own pair, `NAME.key` / `NAME.key_secret`, lives with the client.
 
-The files are ZeroMQ's certificate format (`zmq.auth.create_certificates`).
+The files are ZeroMQ certificate files (`zmq.auth.create_certificates` writes them, and
+`zmq.auth.load_certificate` reads them): text, a `curve` section holding `public-key = "..."`
+(and `secret-key` in `*.key_secret`), each key 40 characters of Z85.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import zmq.auth
 from zmq.auth.thread import ThreadAuthenticator
 
 __all__ = [
+    "AllowedClients",
     "CurveClientKeys",
     "CurveServerKeys",
     "KeyFileError",
@@ -118,6 +122,39 @@ def start_authenticator(
     authenticator.start()
     authenticator.configure_curve(domain="*", location=str(keys.clients))
     return authenticator
+
+
+class AllowedClients:
+    """Keeps an authenticator's allowed keys those in the `clients/` directory, which
+    `keys authorise` (or an operator) changes while the daemon runs.
+
+    ZeroMQ's authenticator reads the directory once, when configured: a key authorised later
+    was refused until a restart. `refresh` configures it again whenever the directory's keys
+    changed (a file added, removed or rewritten); the daemon calls it about once a second.
+    New connections are checked against the keys of the moment; a connection that was let in
+    stays up when its key is removed (close it, or restart the daemon, to cut it off)."""
+
+    def __init__(self, authenticator: ThreadAuthenticator, directory: Path) -> None:
+        self._authenticator = authenticator
+        self._directory = directory
+        self._seen = self._keys()
+
+    def _keys(self) -> list[tuple[str, int, int]]:
+        """What the allowed keys look like now: each file's name, modification time and size."""
+        try:
+            files = [(path.name, path.stat()) for path in self._directory.glob("*.key")]
+        except OSError:  # the directory removed, or a file between listing and stat
+            return []
+        return sorted((name, info.st_mtime_ns, info.st_size) for name, info in files)
+
+    def refresh(self) -> bool:
+        """Reload the allowed keys if they changed; whether they did."""
+        keys = self._keys()
+        if keys == self._seen:
+            return False
+        self._seen = keys
+        self._authenticator.configure_curve(domain="*", location=str(self._directory))
+        return True
 
 
 @dataclass(frozen=True)
