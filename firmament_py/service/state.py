@@ -253,7 +253,8 @@ class ServiceState:
     def apply_batch(self, request: Request, time: Time) -> tuple[Reply, list[dict[str, Any]]]:
         """Apply a `batch`'s requests in order, each as `apply_request` would (the i-th under
         the request id `ID/i`, so a retried batch applies none twice): the reply, whose body
-        holds every request's `[status, reason, body]`, and the records to journal."""
+        holds every request's `[status, reason, body]` (its reason is "already applied" when
+        every one of them was), and the records to journal."""
         known = self._applied.get(request.request_id)
         if known is not None:  # a single request's or a `schedule`'s id: not this batch's
             return _used_before(request.request_id, known[0]), []
@@ -267,7 +268,10 @@ class ServiceState:
             answers.append([status, reason, body])
             if record is not None:
                 records.append(record)
-        return Reply(Status.OK, "", {"answers": answers}), records
+        # A retry of a batch all of whose requests were applied says so, as a retry of one
+        # request does; one that tried some again (refused the first time) does not.
+        again = all(answer[1] == "already applied" for answer in answers)
+        return Reply(Status.OK, "already applied" if again else "", {"answers": answers}), records
 
     def _apply(
         self, request_id: str, kind: str, body: Mapping[str, Any], time: Time
