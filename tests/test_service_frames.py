@@ -136,3 +136,20 @@ def test_a_reply_carries_the_id_unless_the_frame_had_none_to_read(tmp_path: Path
         assert (reply["status"], reply["id"]) == ("invalid", "mine")
     finally:
         served.stop()
+
+
+def test_a_frame_encoded_otherwise_is_read_and_checked_all_the_same() -> None:
+    """Frames that are not msgpack's shortest encoding of what they hold (another library's:
+    an integer in eight bytes, a short text with a longer header) are read as any other, and a
+    repeated key in one is found (the daemon clears the shortest encodings faster)."""
+    wide_one = b"\xd3" + (3).to_bytes(8, "big")  # int64 3
+    long_text = b"\xd9\x04" + b"task"  # "task" as str8
+    body = _map_header(2) + msgpack.packb("task_id") + wide_one
+    body += msgpack.packb("job_id") + long_text
+    frame = _pairs(_envelope("task_submitted", body))
+    assert msgpack.packb(msgpack.unpackb(frame)) != frame
+    assert decode_request(frame).body == {"task_id": 3, "job_id": "task"}
+    twice = _map_header(2) + msgpack.packb("task_id") + wide_one
+    twice += msgpack.packb("task_id") + wide_one
+    with pytest.raises(ProtocolError, match="repeats the key 'task_id'"):
+        decode_request(_pairs(_envelope("task_completed", twice)))
