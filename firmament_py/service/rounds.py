@@ -264,6 +264,7 @@ class RoundBook:
 
     @classmethod
     def restore(cls, payload: Mapping[str, Any]) -> RoundBook:
+        """The rounds as `snapshot` saw them."""
         book = cls()
         for fields in payload["answers"]:
             for request_id in fields["request_ids"]:
