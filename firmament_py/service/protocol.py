@@ -47,6 +47,7 @@ from firmament_py.model.labels import NO_LABELS, LabelSelector, SelectorOp
 from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision
+from firmament_py.service.frames import unpack_frame, why_undecodable
 
 __all__ = [
     "DELTA_KINDS",
@@ -381,67 +382,12 @@ def _checked_map(path: str, value: Any, spec: FieldSpec) -> dict[str, Any]:
 # ---------------------------------------------------------------------- frames
 
 
-class _RepeatedKey(ValueError):
-    """A map in a frame holds a key twice (raised while the frame is unpacked)."""
-
-
-def _unique_keys(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
-    """msgpack's `object_pairs_hook`: the map as a dict, or `_RepeatedKey` if a key repeats.
-
-    msgpack would keep the last of a repeated key, so a frame could show one request to a
-    reader that keeps the first and act as another (a `status` whose second `type` made it a
-    `task_removed`). A Python call per map: `_unpack` calls it only for frames it cannot
-    clear faster."""
-    mapping = dict(pairs)
-    if len(mapping) != len(pairs):
-        seen = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _RepeatedKey(key)
-            seen.add(key)
-    return mapping
-
-
-_MSGPACK_DEPTH = 1_024
-"""How deep msgpack nests arrays and maps before it gives up (its StackError has no text)."""
-
-
-def _undecodable(error: Exception) -> str:
-    """Why a frame could not be unpacked, for the reply: never an empty text."""
-    if isinstance(error, _RepeatedKey):
-        return f"a map in the message repeats the key {error.args[0]!r} (a key may appear once)"
-    if isinstance(error, msgpack.StackError):
-        return f"not a msgpack message: nested more than {_MSGPACK_DEPTH:,} levels deep"
-    return f"not a msgpack message: {error or type(error).__name__}"
-
-
-def _unpack(frame: bytes) -> Any:
-    """The value in `frame`, refusing a map that repeats a key (`_RepeatedKey`).
-
-    Checking every map in Python (`_unique_keys`) doubled the time a batch of plain
-    submissions took to decode. Most frames are the canonical encoding of what they hold,
-    which msgpack writes back byte for byte; a frame with a repeated key never is (its value
-    holds one pair fewer than the frame). So a frame that packs back to itself is cleared at
-    the C speed of packing it, and only another (a client library that encodes differently)
-    is decoded again with the check."""
-    message = msgpack.unpackb(frame, raw=False, strict_map_key=True)
-    try:
-        canonical = msgpack.packb(message, use_bin_type=True) == frame
-    except (TypeError, ValueError, OverflowError):  # a value that does not pack back
-        canonical = False
-    if not canonical:
-        message = msgpack.unpackb(
-            frame, raw=False, strict_map_key=True, object_pairs_hook=_unique_keys
-        )
-    return message
-
-
 def decode_request(frame: bytes) -> Request:
     """The request in `frame`, checked; ProtocolError says what is wrong with it."""
     try:
-        message = _unpack(frame)
+        message = unpack_frame(frame)
     except Exception as error:  # msgpack raises many kinds on garbage
-        raise ProtocolError(Status.INVALID, _undecodable(error)) from None
+        raise ProtocolError(Status.INVALID, why_undecodable(error)) from None
     if not isinstance(message, dict):
         raise _invalid("the message", f"must be a map, not {type(message).__name__}")
     request_id = message.get("id")
