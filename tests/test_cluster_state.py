@@ -760,3 +760,37 @@ def test_the_cluster_slots_stay_within_a_flow_arcs_capacity() -> None:
     with pytest.raises(ClusterError, match="over the limit"):
         copy.apply(machine("c", slots=half))
     copy.apply(machine("c", slots=half - 1))
+
+
+# ---------------------------------------------------------------------- machines touched
+
+
+def test_the_machines_touched_since_a_reading_are_those_whose_columns_changed() -> None:
+    """A reader keeping per-machine columns (the graph manager) reads only these each round:
+    every change a machine's statistics or labels can see must touch it."""
+    cluster = cluster_with(machine("m1"), machine("m2"), machine("m3"), submit(1), submit(2))
+    mark = cluster.machine_clock
+    assert cluster.machines_touched_since(mark) == []
+    cluster.place(1, "m1", time=1)
+    cluster.apply(MachineStats(time=1, machine_id="m2", usage=CPU))
+    assert cluster.machines_touched_since(mark) == ["m2", "m1"]  # most recent first
+    mark = cluster.machine_clock
+    cluster.apply(MachineUpdated(time=2, machine_id="m3", labels={"a": "b"}))
+    cluster.apply(TaskUpdated(time=2, task_id=1, request=Resources(cpu_millicores=7)))
+    assert cluster.machines_touched_since(mark) == ["m1", "m3"]
+    mark = cluster.machine_clock
+    cluster.migrate(1, "m2", time=3)
+    cluster.apply(TaskCompleted(time=4, task_id=1))
+    assert sorted(cluster.machines_touched_since(mark)) == ["m1", "m2"]
+    mark = cluster.machine_clock
+    cluster.apply(MachineRemoved(time=5, machine_id="m3"))
+    cluster.apply(MachineAdded(time=5, machine_id="m4", capacity=CPU, slots=2))
+    assert cluster.machines_touched_since(mark) == ["m4", "m3"]
+    # Nothing else touches a machine: submissions, task stats, a waiting task's update.
+    mark = cluster.machine_clock
+    cluster.apply(submit(5, time=6))
+    cluster.apply(TaskStats(time=6, task_id=2, usage=CPU))
+    cluster.apply(TaskUpdated(time=6, task_id=2, priority=3))
+    assert cluster.machines_touched_since(mark) == []
+    # Two readers at different marks each see what changed since theirs.
+    assert set(cluster.machines_touched_since(0)) == {"m1", "m2", "m3", "m4"}

@@ -83,6 +83,10 @@ class ClusterState:
         self._peer_latency: dict[MachineId, dict[MachineId, float]] = {}
         self._latency_version = 0
         self._slots = 0  # all machines' slots together (see CLUSTER_SLOTS_LIMIT)
+        # When each machine's slots, running tasks, resources, labels or membership last
+        # changed, on a count of such changes, least recent first (`machines_touched_since`).
+        self._machine_clock = 0
+        self._machine_touches: dict[MachineId, int] = {}
 
     def __setstate__(self, state: dict[str, object]) -> None:
         # Unpickled (a snapshot, the daemon's scheduling process), a slot-only request is a
@@ -91,6 +95,9 @@ class ClusterState:
         self.__dict__.update(state)
         if "_slots" not in state:  # pickled before the total was kept
             self._slots = sum(machine.slots for machine in self._machines.values())
+        if "_machine_touches" not in state:  # likewise (a new reader reads every machine)
+            self._machine_clock = 0
+            self._machine_touches = {}
         for task in self._tasks.values():
             if task.request is not NO_RESOURCES and task.request == NO_RESOURCES:
                 task.request = NO_RESOURCES
@@ -163,6 +170,31 @@ class ClusterState:
         """A count that grows whenever some pair's latency changes (a new sample that changes
         its worst case, or a machine leaving with its samples): equal counts, equal latencies."""
         return self._latency_version
+
+    @property
+    def machine_clock(self) -> int:
+        """A count of changes to machines: it grows whenever a machine's slots, running tasks,
+        reservations, capacity, measured usage or labels change, or a machine joins or leaves."""
+        return self._machine_clock
+
+    def machines_touched_since(self, clock: int) -> list[MachineId]:
+        """The machines (live or gone) changed after `machine_clock` read `clock`, most recent
+        first. A reader that keeps per-machine columns in step with the state (a scheduler's
+        graph manager) reads only these each round, not every machine; the cost follows the
+        changes since `clock`."""
+        touches = self._machine_touches
+        touched: list[MachineId] = []
+        for machine_id in reversed(touches):
+            if touches[machine_id] <= clock:
+                break
+            touched.append(machine_id)
+        return touched
+
+    def _touch_machine(self, machine_id: MachineId) -> None:
+        self._machine_clock += 1
+        touches = self._machine_touches
+        touches.pop(machine_id, None)  # to the end: the order is by latest change
+        touches[machine_id] = self._machine_clock
 
     def runnable_tasks(self) -> list[Task]:
         """The tasks waiting for a machine, in submission order."""
@@ -242,6 +274,7 @@ class ClusterState:
                 transitions = ()
             case MachineStats():
                 self.machine(event.machine_id).measured_usage = event.usage
+                self._touch_machine(event.machine_id)
                 transitions = ()
             case LatencySample():
                 self._record_latency(event)
@@ -336,6 +369,7 @@ class ClusterState:
                     f"({reserved.describe_excess(machine.capacity)}); preempt it first"
                 )
             machine.reserved = reserved
+            self._touch_machine(machine.machine_id)
         if event.request is not None:
             task.request = event.request
         if event.priority is not None:
@@ -370,6 +404,7 @@ class ClusterState:
         )
         rack.machine_ids[event.machine_id] = None
         self._slots += event.slots
+        self._touch_machine(event.machine_id)
 
     def _check_slots(self, machine_id: MachineId, slots: int, before: int) -> None:
         """Refuse a machine whose slots (`before` it had) would take the cluster past
@@ -389,6 +424,7 @@ class ClusterState:
         for task_id in list(machine.running_task_ids):
             transitions.extend(self._evict(self._tasks[task_id], event.time, cause))
         del self._machines[machine.machine_id]
+        self._touch_machine(machine.machine_id)
         self._slots -= machine.slots
         self._forget_latencies(machine.machine_id)
         rack = self._racks[machine.rack_id]
@@ -444,6 +480,7 @@ class ClusterState:
             machine.slots = event.slots
         if event.labels is not None:
             machine.labels = event.labels
+        self._touch_machine(machine.machine_id)
 
     def advance_to(self, time: Time) -> None:
         """Move the cluster's clock to `time` without any other change (a scheduling round
@@ -604,6 +641,7 @@ class ClusterState:
         return None
 
     def _attach(self, task: Task, machine: Machine) -> None:
+        self._touch_machine(machine.machine_id)
         task.machine_id = machine.machine_id
         machine.running_task_ids[task.task_id] = None
         if task.request is not NO_RESOURCES:
@@ -613,6 +651,7 @@ class ClusterState:
         """Free the task's slot and reservation; return the machine it left."""
         assert task.machine_id is not None
         machine = self._machines[task.machine_id]
+        self._touch_machine(machine.machine_id)
         del machine.running_task_ids[task.task_id]
         if task.request is not NO_RESOURCES:
             machine.reserved = machine.reserved - task.request
