@@ -175,6 +175,26 @@ def _incident_arcs(
 
 
 @kernel
+def _out_arcs_of(
+    nodes: Int64Array, out_first: Int64Array, out_next: Int64Array, out_deg: Int64Array
+) -> Int64Array:  # pragma: no cover - compiled
+    """Every arc leaving one of the distinct `nodes`, node by node, each node's most recent
+    arc first (the order of `out_arcs`)."""
+    total = 0
+    for i in range(len(nodes)):
+        total += out_deg[nodes[i]]
+    arcs = np.empty(total, dtype=np.int64)
+    j = 0
+    for i in range(len(nodes)):
+        k = out_first[nodes[i]]
+        while k >= 0:
+            arcs[j] = k
+            j += 1
+            k = out_next[k]
+    return arcs
+
+
+@kernel
 def _unlink_arcs(
     ids: Int64Array, arrays: _LinkArrays, arc_alive: npt.NDArray[np.bool_]
 ) -> None:  # pragma: no cover - compiled
@@ -851,6 +871,15 @@ class FlowGraph:
             nodes, targets, kinds, self._out_first, self._out_next, self._dst, self._arc_kind
         )
 
+    def trusted_out_arcs_of(self, nodes: Int64Array) -> Int64Array:
+        """The ids of every arc leaving one of the distinct live `nodes`, node by node (each
+        node's in `out_arcs` order); their ends and values are in `arrays`."""
+        return _out_arcs_of(nodes, self._out_first, self._out_next, self._out_deg)
+
+    def trusted_in_degrees(self, nodes: Int64Array) -> Int64Array:
+        """`in_degree` of each of the live `nodes`."""
+        return self._in_deg[nodes]
+
     def trusted_change_arcs(
         self, arcs: Int64Array, lower: Int64Array, capacity: Int64Array, cost: Int64Array
     ) -> None:
@@ -1257,9 +1286,16 @@ class FlowGraph:
         rows[:, ARC_COST] = self._cost[arcs]
         rows[:, ARC_KIND] = self._arc_kind[arcs]
 
+    def _touched(self, touched: list[int], epochs: Int64Array, top: int) -> Int64Array:
+        """The ids touched this round, sorted: each is listed once (when first stamped), so a
+        sort does; when they are many, one scan of the stamps is cheaper than sorting them."""
+        if 16 * len(touched) > top:
+            return np.flatnonzero(epochs[:top] == self._epoch)
+        return np.sort(np.asarray(touched, dtype=np.int64))
+
     def _net_changes(self) -> ChangeBatch:
-        nodes = np.unique(np.asarray(self._touched_nodes, dtype=np.int64))
-        arcs = np.unique(np.asarray(self._touched_arcs, dtype=np.int64))
+        nodes = self._touched(self._touched_nodes, self._node_epoch, self._node_top)
+        arcs = self._touched(self._touched_arcs, self._arc_epoch, self._arc_top)
         alive_now = self._node_alive[nodes]
         was_alive = self._node_was_alive[nodes]
         killed = self._node_killed[nodes]
