@@ -67,6 +67,9 @@ class FlowSolver(ABC):
         self.network = ResidualNetwork()
         self._graph_ref: weakref.ref[FlowGraph] | None = None
         self._loaded = False
+        # True while the network holds exactly the bound graph: loaded from it, and changed only
+        # by its own changes since (a `load` or `apply` from elsewhere ends that).
+        self._mirrors_graph = False
         self._cancel = np.zeros(2, dtype=np.int64)
 
     # ------------------------------------------------------------------ life cycle
@@ -79,6 +82,7 @@ class FlowSolver(ABC):
         check_snapshot(snapshot)
         self.network.load(snapshot)
         self._loaded = True
+        self._mirrors_graph = False
         self._after_load()
 
     def apply(self, changes: ChangeBatch) -> None:
@@ -94,6 +98,7 @@ class FlowSolver(ABC):
         if not self._loaded:
             raise SolverError("apply() before load(): give the solver a snapshot first")
         check_batch(self.network, changes)
+        self._mirrors_graph = False
         self._before_changes(changes)
         self.network.apply(changes)
 
@@ -130,7 +135,7 @@ class FlowSolver(ABC):
             graph.discard_changes()
             self._graph_ref = weakref.ref(graph)
         else:
-            self.apply(graph.take_changes())
+            self._apply_graph_changes(graph.take_changes())
         result = self.solve()
         return _sized(result, graph.arc_id_bound, graph.node_id_bound)
 
@@ -188,7 +193,19 @@ class FlowSolver(ABC):
         and check)."""
         self.network.load_graph(graph)
         self._loaded = True
+        self._mirrors_graph = True
         self._after_load()
+
+    def _apply_graph_changes(self, changes: ChangeBatch) -> None:
+        """`apply` for the bound graph's own changes. While the network mirrors the graph they
+        need no check, for the reason a graph's load needs none: a `FlowGraph` holds only valid
+        graphs, so its net changes take one valid graph to another (at 135,000 changed arcs,
+        the check was 25 ms of a round)."""
+        if not self._mirrors_graph:
+            self.apply(changes)
+            return
+        self._before_changes(changes)
+        self.network.apply(changes)
 
     def _after_load(self) -> None:
         """Called after a snapshot is loaded (flows are zero, potentials zero)."""

@@ -332,6 +332,9 @@ class RacingSolver(FlowSolver):
     def _load_graph(self, graph: FlowGraph) -> None:
         self.load(graph.snapshot())  # the workers load it; the caller keeps no network
 
+    def _apply_graph_changes(self, changes: ChangeBatch) -> None:
+        self.apply(changes)  # the workers apply it (the record of live ids is checked)
+
     def solve_graph(self, graph: FlowGraph) -> SolveResult:
         result = super().solve_graph(graph)
         self._history = []  # the bound graph itself is the record from now on
