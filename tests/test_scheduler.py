@@ -834,27 +834,3 @@ def test_a_task_whose_task_added_fails_is_left_out_however_many_nodes_there_are(
         # No half-removed node left behind (round 1 still had the class and U(j) for waiting
         # tasks; once they run, only task 99 would need them, and it is not in the graph).
         assert nodes[1] == nodes[2] == nodes[0] - 2
-
-
-def test_a_pass_whose_keyed_change_finds_no_arc_still_makes_its_other_edits() -> None:
-    """The manager's maps already say what a pass's edits do when they are applied; a change
-    that finds no arc (a bug) must not leave the rest undone, or the graph and the maps part."""
-    from firmament_py.flow.graph import FlowGraph, NodeKind
-    from firmament_py.scheduler.graph_manager import _Edits
-
-    graph = FlowGraph()
-    sink = graph.add_node(0, NodeKind.SINK)
-    doomed = graph.add_node(1, NodeKind.TASK)
-    graph.add_arc(doomed, sink, capacity=1, cost=0)
-    edits = _Edits()
-    edits.drop_nodes.append(doomed)
-    stand_in = edits.add_task(7, 0)
-    edits.add_arcs(stand_in, {(sink, int(ArcType.UNSCHEDULED)): ArcDescriptor(5)})
-    edits.change_arc_to(sink, doomed, ArcType.RUNNING, ArcDescriptor(1))  # no such arc
-    with pytest.raises(AssertionError, match=f"node {sink} has no RUNNING arc to node {doomed}"):
-        edits.apply(graph)
-    assert graph.num_nodes == 2 and graph.num_arcs == 1
-    (new,) = [v for v in graph.node_ids().tolist() if v != sink]
-    assert graph.supply(new) == 1 and graph.arc_cost(graph.out_arcs(new)[0]) == 5
-    with pytest.raises(AssertionError, match="task 7 is added twice"):
-        edits.add_task(7, 0)

@@ -30,6 +30,7 @@ from firmament_py.sdk import (
     AGGREGATOR_COST,
     ALL_HOOKS,
     ANSWER_HOOKS,
+    BATCH_HOOKS,
     CLUSTER_AGGREGATOR,
     DEFAULTS_PLUGIN_NAME,
     MAX_CAPACITY,
@@ -55,6 +56,8 @@ from firmament_py.sdk import (
     load_policy,
     selector_class,
 )
+from firmament_py.sdk.columns import JobBatch, TaskBatch, timed_costs
+from firmament_py.sdk.testing import PolicyHarness
 from firmament_py.sdk.types import arc_descriptor_problem
 
 SECOND = 1_000_000
@@ -203,7 +206,7 @@ def test_defaults_implement_every_answer_hook_and_no_notification() -> None:
 def test_defaults_answer_every_hook() -> None:
     setup = Setup(NoPolicy())
     answers = ask_every_answer_hook(setup)
-    assert set(answers) == set(ANSWER_HOOKS)
+    assert set(answers) == set(ANSWER_HOOKS) - set(BATCH_HOOKS)
     machines = tuple(ResourceRef.machine(m) for m in ("m1", "m2", "m3", "m4"))
     # Task 2 was submitted at 0 and the clock is at 10 s.
     assert answers == {
@@ -268,86 +271,108 @@ def test_default_statistics_pass_sums_up_the_topology() -> None:
     assert setup.resource(ResourceRef.rack("r3")).stats.slots == 4
 
 
-def test_the_default_statistics_shortcut_equals_asking_the_hooks() -> None:
-    # With no statistics hook of its own, a policy's pass skips the hook calls; it must give
-    # exactly what asking the defaults' three hooks gives, keys and order included.
-    setup = Setup(NoPolicy())
-    assert setup.policy._default_statistics
-    setup.policy._default_statistics = False
-    asked = setup.policy.statistics_pass(setup.cluster)
-    assert list(asked.items()) == list(setup.stats.items())
-
-
-def test_the_default_statistics_shortcut_keeps_what_still_holds_and_redoes_the_rest() -> None:
-    setup = Setup(NoPolicy())
-    first = dict(setup.stats)
-    setup.state.place(2, "m2", time=10 * SECOND)  # m2 runs one more task
-    setup.state.apply(MachineStats(time=11 * SECOND, machine_id="m3", usage=CPU))
-    setup.state.apply(MachineUpdated(time=12 * SECOND, machine_id="m4", slots=5))
-    again = setup.policy.statistics_pass(setup.cluster)  # the view still serves `first`
-    setup.policy._default_statistics = False
-    asked = setup.policy.statistics_pass(setup.cluster)
-    assert list(again.items()) == list(asked.items())
-    kept = {
-        ref.id for ref in again if ref.kind is ResourceKind.MACHINE and again[ref] is first[ref]
-    }
-    assert kept == {"m1"}
-    assert again[ResourceRef.machine("m2")].running_tasks == 1
-    assert again[ResourceRef.pod("p2")].slots == 5
-
-
 @pytest.mark.parametrize("policy", [NoPolicy(), Preemptive()])
-def test_the_default_resource_arcs_shortcut_equals_asking_the_hooks(policy: object) -> None:
-    # With neither resource arc hook of its own, a policy's resource arcs skip the hook calls;
-    # they must be exactly what asking the defaults' two hooks gives, with preemption or not.
-    setup = Setup(policy)
-    resources = [*setup.stats]
-    children = {ref: setup.resource(ref).children for ref in resources}
-    assert setup.policy._default_resource_arcs
-    made = [setup.policy.resource_arcs(ref, children[ref], setup.cluster) for ref in resources]
-    setup.policy._default_resource_arcs = False
-    asked = [setup.policy.resource_arcs(ref, children[ref], setup.cluster) for ref in resources]
-    assert made == asked
-    assert made[0] == ([], ArcDescriptor(0, capacity=2))  # m1: two slots
-    assert made[4][0] == [
-        setup.policy.resource_to_resource(
-            parent=setup.resource(resources[4]), child=setup.resource(ref), cluster=setup.cluster
-        )
-        for ref in children[resources[4]]
+def test_the_defaults_batch_forms_answer_as_their_per_item_hooks(policy: object) -> None:
+    """The scheduler asks the defaults in batch whenever a policy leaves a question to them;
+    every batch answer must be what asking the per-item defaults gives, row by row."""
+    harness = PolicyHarness(policy, make_cluster())
+    manager, cluster, topology = harness.manager, harness.cluster, harness.topology
+    harness.state.advance_to(10 * SECOND)
+    waiting, running = harness.tasks([2, 3, 4]), harness.tasks([1])
+    now = cluster.now
+
+    def timed(answer: Any, tasks: TaskBatch) -> list[ArcDescriptor]:
+        costs = timed_costs(answer.cost, answer.per_second, tasks.elapsed(answer.clock, now))
+        return [
+            ArcDescriptor(int(c), capacity=int(k), min_flow=int(m))
+            for c, k, m in zip(costs, answer.capacity, answer.min_flow, strict=True)
+        ]
+
+    wait, errors, _ = manager.task_to_unscheduled_batch(tasks=waiting, cluster=cluster)
+    assert not errors and timed(wait, waiting) == [
+        manager.task_to_unscheduled(task=task, cluster=cluster) for task in waiting
     ]
+    stay, _, _ = manager.task_continuation_batch(tasks=running, cluster=cluster)
+    preempt, _, _ = manager.task_preemption_batch(tasks=running, cluster=cluster)
+    m1 = cluster.machine("m1")
+    assert timed(stay, running) == [
+        manager.task_continuation(task=running[0], machine=m1, cluster=cluster)
+    ]
+    assert timed(preempt, running) == [manager.task_preemption(task=running[0], cluster=cluster)]
+    classes, _, _ = manager.task_to_equiv_classes_batch(tasks=waiting, cluster=cluster)
+    assert classes is not None
+    per_item = [
+        (row, c, manager.task_to_equiv_class(task=task, equiv_class=c, cluster=cluster))
+        for row, task in enumerate(waiting)
+        for c in manager.task_equiv_classes(task=task, cluster=cluster)
+    ]
+    assert [
+        (int(r), t, ArcDescriptor(int(c)))
+        for r, t, c in zip(classes.rows, classes.targets, classes.cost, strict=True)
+    ] == per_item
+    preferences, _, _ = manager.task_to_resources_batch(tasks=waiting, cluster=cluster)
+    assert preferences is not None and not preferences.targets
+    for equiv_class in (CLUSTER_AGGREGATOR, classes.targets[1], "other"):
+        arcs, kinds, rows = manager.equiv_class_to_resources_batch(
+            equiv_class=equiv_class, topology=topology, cluster=cluster
+        )
+        refs = [ResourceRef.machine(topology.machines.ids[row]) for row in rows.tolist()]
+        assert kinds.tolist() == [0] * len(refs)
+        asked = manager.equiv_class_preference_arcs(equiv_class=equiv_class, cluster=cluster)
+        assert tuple(refs) == asked
+        assert [
+            ArcDescriptor(int(c), capacity=int(k))
+            for c, k in zip(arcs.cost, arcs.capacity, strict=True)
+        ] == [
+            manager.equiv_class_to_resource(
+                equiv_class=equiv_class, resource=cluster.resource(ref), cluster=cluster
+            )
+            for ref in refs
+        ]
+    to_machines, to_racks = manager.resource_to_resource_batch(topology=topology, cluster=cluster)
+    for level, parents, arcs in (
+        (topology.machines, topology.racks, to_machines),
+        (topology.racks, topology.pods, to_racks),
+    ):
+        for row, ref in enumerate(level.refs):
+            parent = cluster.resource(parents.refs[int(level.parents[row])])
+            asked = manager.resource_to_resource(
+                parent=parent, child=cluster.resource(ref), cluster=cluster
+            )
+            assert asked == ArcDescriptor(int(arcs.cost[row]), capacity=int(arcs.capacity[row]))
+    leaves = manager.leaf_to_sink_batch(topology=topology, cluster=cluster)
+    assert [
+        ArcDescriptor(int(c), capacity=int(k))
+        for c, k in zip(leaves.cost, leaves.capacity, strict=True)
+    ] == [
+        manager.leaf_to_sink(machine=cluster.machine(m), cluster=cluster)
+        for m in topology.machines.ids
+    ]
+    jobs = JobBatch([harness.state.jobs["j"], harness.state.jobs["k"]], np.array([2, 1]))
+    sinks = manager.unscheduled_to_sink_batch(jobs=jobs, cluster=cluster)
+    assert [
+        ArcDescriptor(int(c), capacity=int(k))
+        for c, k in zip(sinks.cost, sinks.capacity, strict=True)
+    ] == [
+        manager.unscheduled_to_sink(job=cluster.job(j), incoming_tasks=n, cluster=cluster)
+        for j, n in (("j", 2), ("k", 1))
+    ]
+    # The statistics: the batch form's (the model's, summed) are the per-item pass's.
+    assert dict(harness.stats) == manager.statistics_pass(cluster)
 
 
-@pytest.mark.parametrize("policy", [NoPolicy(), Preemptive()])
-def test_the_default_class_arcs_shortcut_equals_asking_the_hooks(policy: object) -> None:
-    setup = Setup(policy)
-    selectors = setup.policy.task_equiv_classes(task=setup.task(3), cluster=setup.cluster)[0]
-    classes = [CLUSTER_AGGREGATOR, selectors, "other"]
-    assert setup.policy._default_class_arcs
-    made = [setup.policy.class_arcs(c, setup.cluster) for c in classes]
-    setup.policy._default_class_arcs = False
-    asked = [setup.policy.class_arcs(c, setup.cluster) for c in classes]
-    assert made == asked
-    assert [ref.id for ref, _ in made[0]] == ["m1", "m2", "m3", "m4"]
-    assert [ref.id for ref, _ in made[1]] == ["m3", "m4"] and made[2] == []
-    # A machine no statistics pass reached: the checked calls name it.
-    setup.policy._default_class_arcs = True
-    del setup.stats[ResourceRef.machine("m2")]
-    with pytest.raises(PolicyError, match=r"equiv_class_to_resource.*no statistics"):
-        setup.policy.class_arcs(CLUSTER_AGGREGATOR, setup.cluster)
-
-
-def test_the_default_resource_arcs_refuse_what_the_hooks_refuse() -> None:
-    """A machine with more tasks pinned than slots, or a child no statistics pass reached: the
-    shortcut gives way to the checked calls, which name the problem."""
-    setup = Setup(NoPolicy())
+def test_the_default_leaf_arcs_refuse_what_the_hooks_refuse() -> None:
+    """A machine with more tasks pinned than slots: the batch answer is refused as the
+    per-item one is, naming the problem."""
+    harness = PolicyHarness(NoPolicy(), make_cluster())
     with pytest.raises(ClusterError):  # the model never lets it happen ...
-        setup.state.apply(MachineUpdated(time=10 * SECOND, machine_id="m1", slots=0))
-    setup.state.machines["m1"].slots = 0  # ... so this test breaks the state by hand
+        harness.state.apply(MachineUpdated(time=10 * SECOND, machine_id="m1", slots=0))
+    harness.state.machines["m1"].slots = 0  # ... so this test breaks the state by hand
+    harness.new_round()
+    with pytest.raises(PolicyError, match=r"leaf_to_sink_batch.*machine 'm1'.*pinned"):
+        harness.manager.leaf_to_sink_batch(topology=harness.topology, cluster=harness.cluster)
     with pytest.raises(PolicyError, match=r"leaf_to_sink.*pinned"):
-        setup.policy.resource_arcs(ResourceRef.machine("m1"), (), setup.cluster)
-    with pytest.raises(PolicyError, match=r"resource_to_resource.*no statistics"):
-        unknown = ResourceRef.machine("m9")
-        setup.policy.resource_arcs(ResourceRef.rack("r1"), (unknown,), setup.cluster)
+        harness.manager.leaf_to_sink(machine=harness.cluster.machine("m1"), cluster=harness.cluster)
 
 
 def test_default_selector_class_reaches_only_matching_machines() -> None:
@@ -447,11 +472,6 @@ class Mixed:
     def task_preemption(self) -> Generator[None, Any, None]:
         yield
 
-    @hookimpl
-    def leaf_to_sink(self, machine: MachineView, cluster: ClusterView | None = None) -> Any:
-        # A parameter with a default: pluggy decides what it gets, so pluggy calls it.
-        return ArcDescriptor(1, capacity=machine.slots) if cluster is not None else None
-
     @hookimpl(specname="task_continuation")
     def stay(self) -> ArcDescriptor:
         return ArcDescriptor(5, capacity=1, min_flow=1)
@@ -483,9 +503,6 @@ def test_plain_implementations_are_asked_directly_and_answer_as_through_pluggy()
         assert ask.task_to_equiv_class(**arguments) == hook.task_to_equiv_class(**arguments)
     assert ask.task_to_unscheduled(task=setup.task(2), cluster=setup.cluster) == ArcDescriptor(7)
     machine = setup.machine("m2")
-    assert ask.leaf_to_sink(machine=machine, cluster=setup.cluster) == hook.leaf_to_sink(
-        machine=machine, cluster=setup.cluster
-    )
     continuation: dict[str, Any] = {"task": setup.task(2), "machine": machine}
     continuation["cluster"] = setup.cluster
     assert ask.task_continuation(**continuation) == ArcDescriptor(5, capacity=1, min_flow=1)
@@ -495,7 +512,6 @@ def test_plain_implementations_are_asked_directly_and_answer_as_through_pluggy()
     assert through_pluggy.count("task_to_unscheduled") == 2
     assert through_pluggy.count("task_to_equiv_class") == 4
     assert through_pluggy.count("task_preemption") == 4
-    assert through_pluggy.count("leaf_to_sink") == 2
     assert through_pluggy.count("task_continuation") == 1
 
 
@@ -760,6 +776,68 @@ def test_a_hook_named_function_without_the_marker_is_refused() -> None:
 
     with pytest.raises(PolicyError, match="defines leaf_to_sink without marking it"):
         PolicyManager(Unmarked(), name="unmarked")
+
+
+class Defaulted:
+    @hookimpl
+    def task_to_unscheduled(self, task: TaskView, cluster: ClusterView | None = None) -> None:
+        return None
+
+
+class Extra:
+    @hookimpl
+    def task_to_unscheduled(self, task: TaskView, weight: int = 2) -> None:
+        return None
+
+
+class Starred:
+    @hookimpl
+    def task_to_unscheduled(self, *arguments: object) -> None:
+        return None
+
+
+class Keywords:
+    @hookimpl
+    def task_to_unscheduled(self, task: TaskView, **more: object) -> None:
+        return None
+
+
+class Selfless:
+    @hookimpl
+    def task_to_unscheduled(task: TaskView) -> None:  # type: ignore[misc]  # noqa: N805
+        return None
+
+
+class Typo:
+    def task_to_unschedueld(self, task: TaskView) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        (
+            Defaulted(),
+            r"task_to_unscheduled: argument 'cluster' has a default, which pluggy never passes",
+        ),
+        (
+            Extra(),
+            r"task_to_unscheduled: argument 'weight' has a default, which the hook does not have",
+        ),
+        (Starred(), r"hook task_to_unscheduled: takes \*arguments, which is never filled"),
+        (Keywords(), r"hook task_to_unscheduled: takes \*\*more, which is never filled"),
+        (Selfless(), r"hook task_to_unscheduled: its first parameter 'task' takes the instance"),
+        (Typo(), r"defines task_to_unschedueld \(did you mean task_to_unscheduled\?\)"),
+    ],
+)
+def test_an_implementation_that_would_never_be_called_is_refused_when_loaded(
+    policy: object, message: str
+) -> None:
+    """pluggy accepts these, and they would never answer as their author meant: the policy is
+    refused when it is loaded, naming the hook and the argument."""
+    with pytest.raises(PolicyError, match=message) as refused:
+        PolicyManager(policy, name="broken")
+    assert str(refused.value).startswith("policy 'broken': ")
 
 
 def test_a_class_and_the_reserved_name_are_refused() -> None:

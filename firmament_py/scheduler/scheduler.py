@@ -60,7 +60,9 @@ from firmament_py.scheduler.decisions import (
     apply_decisions,
 )
 from firmament_py.scheduler.graph_manager import FlowGraphManager
-from firmament_py.sdk.manager import PolicyError, PolicyManager, load_policy
+from firmament_py.sdk.discovery import load_policy
+from firmament_py.sdk.errors import PolicyError
+from firmament_py.sdk.manager import PolicyManager
 from firmament_py.solvers.base import FlowSolver
 from firmament_py.solvers.registry import make_solver
 
@@ -228,7 +230,7 @@ class Scheduler:
         if isinstance(event, TaskUpdated):
             self.graph_manager.mark_changed((event.task_id,))
         elif isinstance(event, MachineUpdated) and event.labels is not None:
-            self.graph_manager.mark_all_changed()
+            self.graph_manager.mark_topology_changed()
         return transitions
 
     # ------------------------------------------------------------------ rounds
@@ -278,6 +280,7 @@ class Scheduler:
             algorithm=result.algorithm,
             graph_changes=changes,
             timings={
+                **{f"update_{part}": seconds for part, seconds in manager.timings.items()},
                 "update_seconds": updated - started,
                 "solve_seconds": solved - updated,
                 "solver_seconds": result.wall_time,

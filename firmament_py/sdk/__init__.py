@@ -24,6 +24,23 @@ from firmament_py.model.ids import EquivClassId, JobId, MachineId, PodId, RackId
 from firmament_py.model.labels import Labels, LabelSelector
 from firmament_py.model.resources import NO_RESOURCES, Resources
 from firmament_py.model.states import TaskState
+from firmament_py.sdk.answers import (
+    ArcColumns,
+    ClassArcs,
+    ResourceArcs,
+    TaskArcs,
+    TimedArcs,
+    TopologyArcs,
+)
+from firmament_py.sdk.columns import (
+    Clock,
+    JobBatch,
+    ResourceColumns,
+    StatsColumns,
+    TaskBatch,
+    Topology,
+    timed_cost,
+)
 from firmament_py.sdk.defaults import (
     AGGREGATOR_COST,
     CLUSTER_AGGREGATOR,
@@ -31,8 +48,15 @@ from firmament_py.sdk.defaults import (
     FirmamentDefaults,
     schedulable_slots,
     selector_class,
+    selectors_of_class,
 )
-from firmament_py.sdk.hookspecs import ALL_HOOKS, ANSWER_HOOKS, NOTIFICATION_HOOKS, hookimpl
+from firmament_py.sdk.hookspecs import (
+    ALL_HOOKS,
+    ANSWER_HOOKS,
+    BATCH_HOOKS,
+    NOTIFICATION_HOOKS,
+    hookimpl,
+)
 from firmament_py.sdk.manager import (
     DEFAULTS_PLUGIN_NAME,
     POLICY_ENTRY_POINT_GROUP,
@@ -60,6 +84,7 @@ __all__ = [
     "AGGREGATOR_COST",
     "ALL_HOOKS",
     "ANSWER_HOOKS",
+    "BATCH_HOOKS",
     "CLUSTER_AGGREGATOR",
     "DEFAULTS_PLUGIN_NAME",
     "MAX_CAPACITY",
@@ -68,10 +93,14 @@ __all__ = [
     "NO_RESOURCES",
     "POLICY_ENTRY_POINT_GROUP",
     "UNSCHEDULED_COST",
+    "ArcColumns",
     "ArcDescriptor",
+    "ClassArcs",
+    "Clock",
     "ClusterView",
     "EquivClassId",
     "FirmamentDefaults",
+    "JobBatch",
     "JobId",
     "JobView",
     "LabelSelector",
@@ -82,19 +111,29 @@ __all__ = [
     "PolicyError",
     "PolicyManager",
     "RackId",
+    "ResourceArcs",
+    "ResourceColumns",
     "ResourceKind",
     "ResourceRef",
     "ResourceStats",
     "ResourceView",
     "Resources",
+    "StatsColumns",
+    "TaskArcs",
+    "TaskBatch",
     "TaskId",
     "TaskState",
     "TaskView",
     "Time",
+    "TimedArcs",
+    "Topology",
+    "TopologyArcs",
     "UnknownPolicyError",
     "available_policies",
     "hookimpl",
     "load_policy",
     "schedulable_slots",
     "selector_class",
+    "selectors_of_class",
+    "timed_cost",
 ]

@@ -14,6 +14,10 @@ to a free slot, and when slots are short the tasks that waited longest go first.
 running task costs the same base plus one per second it has waited and run: a waiting task
 displaces it only once it has waited longer than that.
 
+Each per-item answer has a batch form (`*_batch`) giving the same values for many tasks,
+classes, jobs or resources at once; the scheduler asks those whenever the policy leaves a
+question to the defaults.
+
 How the defaults meet a policy (the rule `PolicyManager` relies on): every implementation here
 is `trylast`, and the defaults are registered after the policy. pluggy calls `trylast`
 implementations after all others, and among them the one registered last comes last; it stops
@@ -26,8 +30,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from firmament_py.model.ids import EquivClassId
 from firmament_py.model.labels import LabelSelector, matches
+from firmament_py.sdk.answers import (
+    ArcColumns,
+    ClassArcs,
+    ResourceArcs,
+    TaskArcs,
+    TimedArcs,
+    TopologyArcs,
+)
+from firmament_py.sdk.columns import (
+    Clock,
+    JobBatch,
+    ResourceColumns,
+    StatsColumns,
+    TaskBatch,
+    Topology,
+)
 from firmament_py.sdk.hookspecs import hookimpl
 from firmament_py.sdk.types import (
     MAX_CAPACITY,
@@ -50,6 +72,7 @@ __all__ = [
     "FirmamentDefaults",
     "schedulable_slots",
     "selector_class",
+    "selectors_of_class",
 ]
 
 CLUSTER_AGGREGATOR: EquivClassId = "cluster-aggregator"
@@ -76,10 +99,23 @@ def schedulable_slots(stats: ResourceStats, *, preemption_enabled: bool) -> int:
     return stats.slots if preemption_enabled else stats.free_slots
 
 
+_SELECTOR_CLASSES: dict[EquivClassId, tuple[LabelSelector, ...]] = {}
+"""The selectors behind every selector class named so far (a name stands for one set of
+selectors, so one registry serves every policy and scheduler in the process)."""
+
+
 def selector_class(selectors: Sequence[LabelSelector]) -> EquivClassId:
     """The default equivalence class of tasks with these label selectors: one name per set of
-    selectors, whatever their order."""
-    return SELECTOR_CLASS_PREFIX + ";".join(sorted({str(s) for s in selectors}))
+    selectors, whatever their order. The defaults' class arcs reach the machines that match."""
+    equiv_class = SELECTOR_CLASS_PREFIX + ";".join(sorted({str(s) for s in selectors}))
+    if equiv_class not in _SELECTOR_CLASSES:
+        _SELECTOR_CLASSES[equiv_class] = tuple(selectors)
+    return equiv_class
+
+
+def selectors_of_class(equiv_class: EquivClassId) -> tuple[LabelSelector, ...] | None:
+    """The selectors of a class `selector_class` named, None for any other class."""
+    return _SELECTOR_CLASSES.get(equiv_class)
 
 
 def _seconds(microseconds: int) -> int:
@@ -127,10 +163,6 @@ def leaf_arc(slots: int) -> ArcDescriptor:
 class FirmamentDefaults:
     """The default answer to every answer hook (see the module docstring)."""
 
-    def __init__(self) -> None:
-        # The selectors behind each default selector class, to find its machines again.
-        self._selector_classes: dict[EquivClassId, tuple[LabelSelector, ...]] = {}
-
     # ------------------------------------------------------------------ capability
 
     @hookimpl(trylast=True)
@@ -141,11 +173,7 @@ class FirmamentDefaults:
 
     @hookimpl(trylast=True)
     def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId]:
-        if not task.selectors:
-            return (CLUSTER_AGGREGATOR,)
-        equiv_class = selector_class(task.selectors)
-        self._selector_classes.setdefault(equiv_class, tuple(task.selectors))
-        return (equiv_class,)
+        return (selector_class(task.selectors) if task.selectors else CLUSTER_AGGREGATOR,)
 
     @hookimpl(trylast=True)
     def task_preference_arcs(self) -> Sequence[ResourceRef]:
@@ -157,7 +185,7 @@ class FirmamentDefaults:
     ) -> Sequence[ResourceRef]:
         if equiv_class == CLUSTER_AGGREGATOR:
             return [_model_ref(ResourceKind.MACHINE, m) for m in cluster.machines]
-        selectors = self._selector_classes.get(equiv_class)
+        selectors = selectors_of_class(equiv_class)
         if selectors is None:
             return ()
         return [
@@ -195,7 +223,7 @@ class FirmamentDefaults:
 
     @hookimpl(trylast=True)
     def task_to_equiv_class(self, equiv_class: EquivClassId) -> ArcDescriptor:
-        if equiv_class == CLUSTER_AGGREGATOR or equiv_class in self._selector_classes:
+        if equiv_class == CLUSTER_AGGREGATOR or equiv_class in _SELECTOR_CLASSES:
             return _AGGREGATOR
         return _FREE
 
@@ -234,3 +262,65 @@ class FirmamentDefaults:
     @hookimpl(trylast=True)
     def update_stats(self, stats: ResourceStats) -> ResourceStats:
         return stats
+
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl(trylast=True)
+    def task_to_unscheduled_batch(self) -> TimedArcs:
+        return TimedArcs(UNSCHEDULED_COST, per_second=1, clock=Clock.WAITED)
+
+    @hookimpl(trylast=True)
+    def task_continuation_batch(self, cluster: ClusterView) -> TimedArcs:
+        return TimedArcs(0, capacity=1, min_flow=0 if cluster.preemption_enabled else 1)
+
+    @hookimpl(trylast=True)
+    def task_preemption_batch(self) -> TimedArcs:
+        return TimedArcs(UNSCHEDULED_COST, per_second=1, clock=Clock.WAITED_AND_RAN)
+
+    @hookimpl(trylast=True)
+    def task_to_equiv_classes_batch(self, tasks: TaskBatch) -> TaskArcs[EquivClassId]:
+        classes = [selector_class(s) if s else CLUSTER_AGGREGATOR for s in tasks.selectors]
+        return TaskArcs.one_each(classes, cost=AGGREGATOR_COST)
+
+    @hookimpl(trylast=True)
+    def task_to_resources_batch(self) -> TaskArcs[ResourceRef]:
+        return TaskArcs.none()
+
+    @hookimpl(trylast=True)
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+    ) -> ResourceArcs:
+        machines = topology.machines
+        if equiv_class == CLUSTER_AGGREGATOR:
+            rows = np.arange(len(machines), dtype=np.int64)
+        else:
+            selectors = selectors_of_class(equiv_class)
+            if selectors is None:
+                return ResourceArcs.none()
+            rows = np.flatnonzero(machines.matching(selectors))
+        slots = machines.stats.schedulable_slots(preemption_enabled=cluster.preemption_enabled)
+        return ResourceArcs.to_machines(rows, 0, slots[rows])
+
+    @hookimpl(trylast=True)
+    def equiv_class_to_equiv_classes_batch(self) -> ClassArcs:
+        return ClassArcs.none()
+
+    @hookimpl(trylast=True)
+    def resource_to_resource_batch(self, topology: Topology, cluster: ClusterView) -> TopologyArcs:
+        preemption = cluster.preemption_enabled
+        return TopologyArcs(
+            ArcColumns(0, topology.machines.stats.schedulable_slots(preemption_enabled=preemption)),
+            ArcColumns(0, topology.racks.stats.schedulable_slots(preemption_enabled=preemption)),
+        )
+
+    @hookimpl(trylast=True)
+    def leaf_to_sink_batch(self, topology: Topology) -> ArcColumns:
+        return ArcColumns(0, capacity=topology.machines.model.slots)
+
+    @hookimpl(trylast=True)
+    def machine_stats_batch(self, machines: ResourceColumns) -> StatsColumns:
+        return machines.model
+
+    @hookimpl(trylast=True)
+    def unscheduled_to_sink_batch(self, jobs: JobBatch) -> ArcColumns:
+        return ArcColumns(0, capacity=jobs.incoming_tasks)

@@ -66,6 +66,26 @@ The rules:
 * Notifications are called on every plugin that implements them and return nothing; they are
   where a policy keeps the caches its answers need.
 
+Batch forms (asked instead of the per-item hooks they stand for; `BATCH_HOOKS` lists them)
+    task_to_unscheduled_batch, task_continuation_batch, task_preemption_batch
+                                 declared once per task, timed: `TimedArcs`
+    task_to_equiv_classes_batch, task_to_resources_batch
+                                 a task's classes or preferences and their arcs: `TaskArcs`
+    equiv_class_to_resources_batch, equiv_class_to_equiv_classes_batch
+                                 a class's arcs: `ResourceArcs`, `ClassArcs`
+    resource_to_resource_batch, leaf_to_sink_batch, machine_stats_batch
+                                 the topology, for every machine, rack and pod at once
+    unscheduled_to_sink_batch    every job's arc to the sink
+
+A batch hook takes columns (`sdk/columns.py`: `TaskBatch`, `JobBatch`, `Topology`) and returns
+arrays (`sdk/answers.py`). For each question the scheduler asks the batch form when the policy
+implements it, or when the policy implements none of the per-item hooks it stands for (the
+defaults then answer it, in batch); a policy that implements only the per-item hooks is asked
+per item, exactly as before. Every built-in policy and the defaults have batch forms. The
+three task hooks whose costs grow with time are declared once: `task_to_unscheduled_batch`
+answers for a task when it changes, and the scheduler works out `base + per_second x clock`
+every round itself (per item, `task_to_unscheduled` is asked every round instead).
+
 When the scheduler asks (so an answer that depends on something else goes stale until then):
 `round_started` and the statistics every round; topology and leaf-to-sink arcs when the
 statistics of the resources they join change; a task's classes, preferences and their arcs
@@ -85,6 +105,15 @@ from collections.abc import Sequence
 import pluggy
 
 from firmament_py.model.ids import EquivClassId, MachineId, TaskId
+from firmament_py.sdk.answers import (
+    ArcColumns,
+    ClassArcs,
+    ResourceArcs,
+    TaskArcs,
+    TimedArcs,
+    TopologyArcs,
+)
+from firmament_py.sdk.columns import JobBatch, ResourceColumns, StatsColumns, TaskBatch, Topology
 from firmament_py.sdk.types import (
     ArcDescriptor,
     ClusterView,
@@ -316,6 +345,119 @@ def update_stats(
     """
 
 
+# ---------------------------------------------------------------------- batch forms
+#
+# Each stands for the per-item hooks named in `BATCH_HOOKS`, and is asked instead of them (see
+# the module docstring for when). An answer's rows follow the batch's: row i of the answer is
+# about row i of `tasks`, `jobs` or a `topology` level. A bad value in one row is reported
+# against that row's task (which is left out of the round, as a per-item error would leave it)
+# or, for any other row, fails the round naming the hook, the row and the value.
+
+
+@hookspec(firstresult=True)
+def task_to_unscheduled_batch(tasks: TaskBatch, cluster: ClusterView) -> TimedArcs | None:
+    """The arc from each waiting task to its job's unscheduled aggregator (`task_to_unscheduled`
+    for many), declared once: asked when the tasks join the graph or change, after which the
+    scheduler works out each round's cost from the answer's clock (`TimedArcs`). Capacity at
+    least 1: the arc is what keeps every round feasible.
+    Default: cost `UNSCHEDULED_COST` plus 1 per second `Clock.WAITED`, capacity 1.
+    """
+
+
+@hookspec(firstresult=True)
+def task_continuation_batch(tasks: TaskBatch, cluster: ClusterView) -> TimedArcs | None:
+    """The arc from each running task to the machine it runs on (`tasks.machine_ids`): the cost
+    of staying (`task_continuation` for many), declared once as `task_to_unscheduled_batch` is.
+    Default: cost 0, capacity 1, min_flow 1 without preemption (pinned) and 0 with it.
+    """
+
+
+@hookspec(firstresult=True)
+def task_preemption_batch(tasks: TaskBatch, cluster: ClusterView) -> TimedArcs | None:
+    """The arc from each running task to its job's unscheduled aggregator, with preemption:
+    the cost of taking it off its machine (`task_preemption` for many), declared once.
+    Default: cost `UNSCHEDULED_COST` plus 1 per second `Clock.WAITED_AND_RAN`, capacity 1.
+    """
+
+
+@hookspec(firstresult=True)
+def task_to_equiv_classes_batch(
+    tasks: TaskBatch, cluster: ClusterView
+) -> TaskArcs[EquivClassId] | None:
+    """Each task's equivalence classes and its arc to each (`task_equiv_classes` and
+    `task_to_equiv_class` for many), asked when the tasks join the graph or change, and when a
+    machine joins, leaves or changes labels for the rows marked `depends_on_topology`.
+    Default: the cluster aggregator at cost `AGGREGATOR_COST`, or for a task with label
+    selectors its `selector_class`, at the same cost; capacity 1.
+    """
+
+
+@hookspec(firstresult=True)
+def task_to_resources_batch(tasks: TaskBatch, cluster: ClusterView) -> TaskArcs[ResourceRef] | None:
+    """Each task's preferred resources (live pods, racks or machines) and its arc to each
+    (`task_preference_arcs` and `task_to_resource` for many), asked as
+    `task_to_equiv_classes_batch` is.
+    Default: none.
+    """
+
+
+@hookspec(firstresult=True)
+def equiv_class_to_resources_batch(
+    equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+) -> ResourceArcs | None:
+    """A class's arcs to resources, by their rows in `topology` (`equiv_class_preference_arcs`
+    and `equiv_class_to_resource` in one), asked every round for every class some task reaches.
+    Default: every machine for the cluster aggregator, the machines whose labels match for a
+    `selector_class`, none for any other class; cost 0, capacity the schedulable slots.
+    """
+
+
+@hookspec(firstresult=True)
+def equiv_class_to_equiv_classes_batch(
+    equiv_class: EquivClassId, cluster: ClusterView
+) -> ClassArcs | None:
+    """A class's arcs to other classes (`equiv_class_to_equiv_class_arcs` and
+    `equiv_class_to_equiv_class` in one), asked every round for every class some task reaches.
+    Default: none.
+    """
+
+
+@hookspec(firstresult=True)
+def resource_to_resource_batch(topology: Topology, cluster: ClusterView) -> TopologyArcs | None:
+    """Every topology arc, rack -> machine and pod -> rack (`resource_to_resource` for all),
+    asked every round after the statistics.
+    Default: cost 0, capacity the child's schedulable slots.
+    """
+
+
+@hookspec(firstresult=True)
+def leaf_to_sink_batch(topology: Topology, cluster: ClusterView) -> ArcColumns | None:
+    """Every machine's arc to the sink (`leaf_to_sink` for all), one per row of
+    `topology.machines`, asked every round. Without preemption a capacity below a machine's
+    running tasks is refused.
+    Default: cost 0, capacity the machine's slots.
+    """
+
+
+@hookspec(firstresult=True)
+def machine_stats_batch(machines: ResourceColumns, cluster: ClusterView) -> StatsColumns | None:
+    """Every machine's statistics (`prepare_stats`, `gather_stats` and `update_stats` in one),
+    one row per row of `machines`, whose `stats` hold what the model knows of each machine
+    (slots, running tasks, capacity, reservations, measured usage). A rack's and a pod's are the
+    sums over their machines. Asked every round, before any arc.
+    Default: `machines.stats` as it is.
+    """
+
+
+@hookspec(firstresult=True)
+def unscheduled_to_sink_batch(jobs: JobBatch, cluster: ClusterView) -> ArcColumns | None:
+    """Every job's arc from its unscheduled aggregator to the sink (`unscheduled_to_sink` for
+    all), one per row of `jobs`, asked every round. The capacity must be at least
+    `jobs.incoming_tasks` of its row.
+    Default: cost 0, capacity `jobs.incoming_tasks`.
+    """
+
+
 # ---------------------------------------------------------------------- notifications
 
 
@@ -377,7 +519,25 @@ NOTIFICATION_HOOKS = (
     "task_removed",
 )
 
-ANSWER_HOOKS = CAPABILITY_HOOKS + SHAPE_HOOKS + ARC_HOOKS + STATISTICS_HOOKS
+BATCH_HOOKS: dict[str, tuple[str, ...]] = {
+    "task_to_unscheduled_batch": ("task_to_unscheduled",),
+    "task_continuation_batch": ("task_continuation",),
+    "task_preemption_batch": ("task_preemption",),
+    "task_to_equiv_classes_batch": ("task_equiv_classes", "task_to_equiv_class"),
+    "task_to_resources_batch": ("task_preference_arcs", "task_to_resource"),
+    "equiv_class_to_resources_batch": ("equiv_class_preference_arcs", "equiv_class_to_resource"),
+    "equiv_class_to_equiv_classes_batch": (
+        "equiv_class_to_equiv_class_arcs",
+        "equiv_class_to_equiv_class",
+    ),
+    "resource_to_resource_batch": ("resource_to_resource",),
+    "leaf_to_sink_batch": ("leaf_to_sink",),
+    "machine_stats_batch": STATISTICS_HOOKS,
+    "unscheduled_to_sink_batch": ("unscheduled_to_sink",),
+}
+"""Each batch hook, and the per-item hooks it stands for."""
+
+ANSWER_HOOKS = CAPABILITY_HOOKS + SHAPE_HOOKS + ARC_HOOKS + STATISTICS_HOOKS + tuple(BATCH_HOOKS)
 """The `firstresult` hooks: the defaults answer every one of them."""
 ALL_HOOKS = ANSWER_HOOKS + NOTIFICATION_HOOKS
 

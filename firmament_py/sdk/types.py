@@ -273,6 +273,34 @@ def _machine_stats(cls: type[ResourceStats], machine: Machine | MachineView) -> 
     return result
 
 
+def _stats_from_values(
+    machines: int,
+    slots: int,
+    running_tasks: int,
+    capacity: list[int],
+    reserved: list[int],
+    measured_usage: list[int],
+) -> ResourceStats:
+    """A `ResourceStats` of values already checked (columns the scheduler keeps)."""
+    result = _new_object(ResourceStats)
+    _set_field(result, "machines", machines)
+    _set_field(result, "slots", slots)
+    _set_field(result, "running_tasks", running_tasks)
+    _set_field(result, "capacity", _unchecked_resources(capacity))
+    _set_field(result, "reserved", _unchecked_resources(reserved))
+    _set_field(result, "measured_usage", _unchecked_resources(measured_usage))
+    return result
+
+
+def _unchecked_resources(values: list[int]) -> Resources:
+    if not any(values):
+        return NO_RESOURCES
+    result = _new_object(Resources)
+    for name, value in zip(Resources.DIMENSIONS, values, strict=True):
+        _set_field(result, name, value)
+    return result
+
+
 # ---------------------------------------------------------------------- entity views
 
 

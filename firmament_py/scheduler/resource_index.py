@@ -1,0 +1,466 @@
+"""`ResourceIndex`: the machines, racks and pods of the flow graph, kept as tables of columns.
+
+One row per live resource, in the order the cluster holds them (machines as they joined), with
+its graph node, what the model holds about it (slots, running tasks, capacity, reservations,
+measured usage, labels) and the round's statistics. A round reads only the machines the model
+says changed (`ClusterState.machines_touched_since`), so its cost follows the churn: the
+tables are rebuilt from the model only when a machine joins or leaves.
+
+The arcs between resources are tracked by role, one arc id per row: rack -> machine and
+pod -> rack (the topology), machine -> sink (the leaf). Repricing them is one array change:
+the round's answers (`resource_to_resource_batch`, `leaf_to_sink_batch`, or the per-item hooks
+for the resources whose statistics changed) are compared with the arcs' values and written
+where they differ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from firmament_py.flow.graph import FlowGraph, NodeKind
+from firmament_py.model.cluster import ClusterState
+from firmament_py.model.entities import Machine
+from firmament_py.model.ids import MachineId
+from firmament_py.model.labels import Labels, LabelSelector
+from firmament_py.model.resources import NO_RESOURCES, Resources
+from firmament_py.scheduler.arc_edits import IntArray
+from firmament_py.sdk.checks import CheckedArcs
+from firmament_py.sdk.columns import (
+    BoolArray,
+    ResourceColumns,
+    StatsColumns,
+    Topology,
+    machine_columns,
+    sum_by_parent,
+)
+from firmament_py.sdk.errors import PolicyError
+from firmament_py.sdk.manager import PolicyManager
+from firmament_py.sdk.types import (
+    ArcDescriptor,
+    ClusterView,
+    MachineView,
+    ResourceKind,
+    ResourceRef,
+    ResourceStats,
+    ResourceView,
+)
+
+__all__ = ["ResourceIndex", "ResourceSync"]
+
+_TOPOLOGY = 7  # ArcType.TOPOLOGY
+_TO_SINK = 8  # ArcType.TO_SINK
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSync:
+    """What changed in the topology since the last round: machines that joined (their views,
+    for `machine_added`) and left (their ids), and whether any machine's labels changed."""
+
+    joined: list[MachineView]
+    left: list[MachineId]
+    labels_changed: bool
+
+    @property
+    def topology_changed(self) -> bool:
+        return bool(self.joined or self.left or self.labels_changed)
+
+
+class ResourceIndex:
+    """The resource nodes of one flow graph and their columns (see the module docstring)."""
+
+    def __init__(self, graph: FlowGraph, sink: int, state: ClusterState) -> None:
+        self.graph = graph
+        self.sink = sink
+        self.state = state
+        self._clock: int | None = None  # the state's machine_clock when last read
+        # Machines: ids, the model's objects (to tell a machine that left and came back),
+        # nodes, rack rows, labels, and what the model holds, by row.
+        self.machine_ids: list[MachineId] = []
+        self.machine_row: dict[MachineId, int] = {}
+        self._machines: list[Machine] = []
+        self.machine_nodes = np.zeros(0, dtype=np.int64)
+        self._machine_rack = np.zeros(0, dtype=np.int64)
+        self._labels: list[Labels] = []
+        self._model = machine_columns([])
+        self._vectors: list[tuple[Resources | None, ...]] = []
+        # Racks and pods: ids, nodes, parent rows.
+        self.rack_ids: list[str] = []
+        self.rack_nodes = np.zeros(0, dtype=np.int64)
+        self._rack_pod = np.zeros(0, dtype=np.int64)
+        self.pod_ids: list[str] = []
+        self.pod_nodes = np.zeros(0, dtype=np.int64)
+        self._node_of: dict[ResourceRef, int] = {}
+        self.node_machine: dict[int, MachineId] = {}
+        self._machine_refs: list[ResourceRef] = []
+        self._rack_refs: list[ResourceRef] = []
+        self._pod_refs: list[ResourceRef] = []
+        self._rack_row: dict[str, int] = {}
+        self._pod_row: dict[str, int] = {}
+        # The arcs by role (-1: none yet): into each machine from its rack, into each rack
+        # from its pod, and from each machine to the sink.
+        self._machine_in = np.zeros(0, dtype=np.int64)
+        self._rack_in = np.zeros(0, dtype=np.int64)
+        self._leaf = np.zeros(0, dtype=np.int64)
+        self._matching: dict[tuple[LabelSelector, ...], BoolArray] = {}
+        self.topology: Topology | None = None
+        self._priced: Topology | None = None  # the statistics the arcs were last asked with
+
+    # ------------------------------------------------------------------ reading
+
+    def node(self, ref: ResourceRef) -> int:
+        """The node of a live resource."""
+        return self._node_of[ref]
+
+    def machine_node(self, machine_id: MachineId) -> int | None:
+        row = self.machine_row.get(machine_id)
+        return None if row is None else int(self.machine_nodes[row])
+
+    # ------------------------------------------------------------------ the model
+
+    def sync(self) -> ResourceSync:
+        """Bring the tables in step with the model: the machines changed since the last call,
+        or everything when a machine joined or left (new nodes, removed nodes)."""
+        state = self.state
+        machines = state.machines
+        if self._clock is None:
+            touched: list[MachineId] = list(machines)
+            rebuild = True
+        else:
+            touched = state.machines_touched_since(self._clock)
+            rows = self.machine_row
+            rebuild = any(
+                machine_id not in rows
+                or machine_id not in machines
+                or machines[machine_id] is not self._machines[rows[machine_id]]
+                for machine_id in touched
+            )
+        self._clock = state.machine_clock
+        if rebuild:
+            return self._rebuild()
+        labels_changed = False
+        if touched:
+            rows_list = [self.machine_row[machine_id] for machine_id in touched]
+            objects = [machines[machine_id] for machine_id in touched]
+            labels_changed = self._read(rows_list, objects)
+        return ResourceSync([], [], labels_changed)
+
+    def _read(self, rows: list[int], machines: list[Machine]) -> bool:
+        """Copy what the model holds about `machines` into `rows`; True if labels changed.
+        Resource vectors are immutable values, so one still the same object is unchanged."""
+        model, vectors, labels = self._model, self._vectors, self._labels
+        index = np.array(rows, dtype=np.int64)
+        model.slots[index] = [machine.slots for machine in machines]
+        model.running_tasks[index] = [len(machine.running_task_ids) for machine in machines]
+        changed: tuple[list[int], list[int], list[int]] = ([], [], [])
+        values: tuple[list[Resources], list[Resources], list[Resources]] = ([], [], [])
+        labels_changed = False
+        for row, machine in zip(rows, machines, strict=True):
+            now = (machine.capacity, machine.reserved, machine.measured_usage)
+            before = vectors[row]
+            for which in (0, 1, 2):
+                if now[which] is not before[which]:
+                    changed[which].append(row)
+                    values[which].append(now[which] or NO_RESOURCES)
+            vectors[row] = now
+            if machine.labels is not labels[row]:
+                labels[row] = machine.labels
+                labels_changed = True
+        for which, matrix in enumerate((model.capacity, model.reserved, model.measured_usage)):
+            if changed[which]:
+                matrix[changed[which]] = [vector.as_tuple() for vector in values[which]]
+        if labels_changed:
+            self._matching = {}
+        return labels_changed
+
+    def _rebuild(self) -> ResourceSync:
+        """Make every table again from the model, keeping the nodes and role arcs of the
+        resources that stay; add nodes for those that joined, remove those that left."""
+        state, graph = self.state, self.graph
+        old_rows, old_machines = self.machine_row, self._machines
+        old_nodes = self._node_of
+        old_roles = {
+            "machine": dict(zip(self.machine_ids, self._machine_in.tolist(), strict=True)),
+            "leaf": dict(zip(self.machine_ids, self._leaf.tolist(), strict=True)),
+            "rack": dict(zip(self.rack_ids, self._rack_in.tolist(), strict=True)),
+        }
+        machines = list(state.machines.values())
+        left = [
+            machine_id
+            for machine_id, row in old_rows.items()
+            if state.machines.get(machine_id) is not old_machines[row]
+        ]
+        joined = [
+            machine
+            for machine in machines
+            if machine.machine_id not in old_rows
+            or old_machines[old_rows[machine.machine_id]] is not machine
+        ]
+        # The nodes of resources that left go first (with their arcs), new ones come after.
+        gone = [ResourceRef.machine(machine_id) for machine_id in left]
+        gone += [ResourceRef.rack(r) for r in self.rack_ids if r not in state.racks]
+        gone += [ResourceRef.pod(p) for p in self.pod_ids if p not in state.pods]
+        if gone:
+            graph.trusted_remove_nodes(np.array([old_nodes.pop(ref) for ref in gone], np.int64))
+        self.pod_ids = list(state.pods)
+        self.rack_ids = list(state.racks)
+        self.machine_ids = [machine.machine_id for machine in machines]
+        pod_row = {pod_id: row for row, pod_id in enumerate(self.pod_ids)}
+        rack_row = {rack_id: row for row, rack_id in enumerate(self.rack_ids)}
+        self.machine_row = {machine_id: row for row, machine_id in enumerate(self.machine_ids)}
+        self._rack_row = rack_row
+        self._machines = machines
+        self._rack_pod = np.array([pod_row[r.pod_id] for r in state.racks.values()], np.int64)
+        self._machine_rack = np.array([rack_row[m.rack_id] for m in machines], np.int64)
+        self._pod_refs = [ResourceRef.pod(p) for p in self.pod_ids]
+        self._rack_refs = [ResourceRef.rack(r) for r in self.rack_ids]
+        self._machine_refs = [ResourceRef.machine(m) for m in self.machine_ids]
+        self._pod_row = pod_row
+        refs = self._pod_refs + self._rack_refs + self._machine_refs
+        new = [ref for ref in refs if ref not in old_nodes]
+        if new:
+            kinds = [
+                NodeKind.LEAF if ref.kind is ResourceKind.MACHINE else NodeKind.OTHER for ref in new
+            ]
+            ids = graph.trusted_add_nodes(
+                np.zeros(len(new), dtype=np.int64), np.array(kinds, dtype=np.int64)
+            )
+            old_nodes.update(zip(new, ids.tolist(), strict=True))
+        self._node_of = old_nodes
+        self.pod_nodes = np.array([old_nodes[ref] for ref in self._pod_refs], np.int64)
+        self.rack_nodes = np.array([old_nodes[ref] for ref in self._rack_refs], np.int64)
+        self.machine_nodes = np.array([old_nodes[ref] for ref in self._machine_refs], np.int64)
+        self.node_machine = dict(zip(self.machine_nodes.tolist(), self.machine_ids, strict=True))
+        joined_ids = {machine.machine_id for machine in joined}
+        self._machine_in = np.array(
+            [-1 if m in joined_ids else old_roles["machine"].get(m, -1) for m in self.machine_ids],
+            np.int64,
+        )
+        self._leaf = np.array(
+            [-1 if m in joined_ids else old_roles["leaf"].get(m, -1) for m in self.machine_ids],
+            np.int64,
+        )
+        self._rack_in = np.array([old_roles["rack"].get(r, -1) for r in self.rack_ids], np.int64)
+        self._labels = [machine.labels for machine in machines]
+        self._vectors = [
+            (machine.capacity, machine.reserved, machine.measured_usage) for machine in machines
+        ]
+        self._model = machine_columns(machines)
+        self._matching = {}
+        self._priced = None
+        return ResourceSync([MachineView(machine) for machine in joined], left, True)
+
+    # ------------------------------------------------------------------ statistics
+
+    def statistics(
+        self, policy: PolicyManager, cluster: ClusterView
+    ) -> tuple[Topology, Mapping[ResourceRef, ResourceStats]]:
+        """The round's `Topology`: the model's columns, and the statistics the policy gives
+        (`PolicyManager.round_statistics`); and the statistics by resource, as
+        `ClusterView.stats` serves them."""
+        machines = ResourceColumns(
+            ResourceKind.MACHINE,
+            self.machine_ids,
+            self._machine_rack,
+            _read_only(self._model),
+            self._labels,
+            self._matching,
+            self._machine_refs,
+            self.machine_row,
+        )
+        try:
+            racks_model = sum_by_parent(
+                self._machine_rack, len(self.rack_ids), machines.model, self.rack_ids
+            )
+            pods_model = sum_by_parent(self._rack_pod, len(self.pod_ids), racks_model, self.pod_ids)
+        except OverflowError as error:
+            raise PolicyError(policy.name, str(error), hook="machine_stats_batch") from None
+        racks = ResourceColumns(
+            ResourceKind.RACK,
+            self.rack_ids,
+            self._rack_pod,
+            racks_model,
+            refs=self._rack_refs,
+            row_of=self._rack_row,
+        )
+        pods = ResourceColumns(
+            ResourceKind.POD,
+            self.pod_ids,
+            np.full(len(self.pod_ids), -1, np.int64),
+            pods_model,
+            refs=self._pod_refs,
+            row_of=self._pod_row,
+        )
+        topology = Topology(machines, racks, pods)
+        by_resource = policy.round_statistics(topology=topology, cluster=cluster)
+        self.topology = topology
+        return topology, by_resource
+
+    # ------------------------------------------------------------------ arcs
+
+    def refresh_arcs(self, policy: PolicyManager, cluster: ClusterView) -> None:
+        """Give every topology and leaf arc the round's answer (see the module docstring)."""
+        topology = self.topology
+        assert topology is not None
+        machines, racks = topology.machines, topology.racks
+        priced = self._priced
+        if policy.per_item("resource_to_resource_batch"):
+            changed_machines, changed_racks = self._changed_rows(topology, priced)
+            rows = np.flatnonzero(changed_machines | (self._machine_in < 0))
+            parents = np.flatnonzero(changed_racks)
+            rows = np.union1d(rows, np.flatnonzero(np.isin(self._machine_rack, parents)))
+            to_machines = self._ask_topology(policy, cluster, machines, rows, racks)
+            rack_rows = np.flatnonzero(changed_racks | (self._rack_in < 0))
+            changed_pods = self._changed_pods(topology, priced)
+            rack_rows = np.union1d(rack_rows, np.flatnonzero(np.isin(self._rack_pod, changed_pods)))
+            to_racks = self._ask_topology(policy, cluster, racks, rack_rows, topology.pods)
+        else:
+            every_machine, every_rack = policy.resource_to_resource_batch(
+                topology=topology, cluster=cluster
+            )
+            rows = np.arange(len(machines), dtype=np.int64)
+            rack_rows = np.arange(len(racks), dtype=np.int64)
+            to_machines, to_racks = every_machine, every_rack
+        self._machine_in = self._write(
+            self._machine_in,
+            rows,
+            to_machines,
+            self.rack_nodes[self._machine_rack[rows]],
+            self.machine_nodes[rows],
+            _TOPOLOGY,
+        )
+        self._rack_in = self._write(
+            self._rack_in,
+            rack_rows,
+            to_racks,
+            self.pod_nodes[self._rack_pod[rack_rows]],
+            self.rack_nodes[rack_rows],
+            _TOPOLOGY,
+        )
+        if policy.per_item("leaf_to_sink_batch"):
+            changed_machines, _ = self._changed_rows(topology, priced)
+            rows = np.flatnonzero(changed_machines | (self._leaf < 0))
+            leaves = self._ask_leaves(policy, cluster, rows)
+        else:
+            leaves = policy.leaf_to_sink_batch(topology=topology, cluster=cluster)
+            rows = np.arange(len(machines), dtype=np.int64)
+        self._leaf = self._write(
+            self._leaf,
+            rows,
+            leaves,
+            self.machine_nodes[rows],
+            np.full(len(rows), self.sink, np.int64),
+            _TO_SINK,
+        )
+        self._priced = topology  # only now: a failure leaves everything to be asked again
+
+    def _changed_rows(
+        self, topology: Topology, priced: Topology | None
+    ) -> tuple[BoolArray, BoolArray]:
+        """The machines and racks whose statistics differ from those the arcs were asked with."""
+        if priced is None:
+            return (
+                np.ones(len(topology.machines), dtype=np.bool_),
+                np.ones(len(topology.racks), dtype=np.bool_),
+            )
+        return (
+            ~topology.machines.stats.same_as(priced.machines.stats),
+            ~topology.racks.stats.same_as(priced.racks.stats),
+        )
+
+    def _changed_pods(self, topology: Topology, priced: Topology | None) -> IntArray:
+        if priced is None:
+            return np.arange(len(topology.pods), dtype=np.int64)
+        return np.flatnonzero(~topology.pods.stats.same_as(priced.pods.stats))
+
+    def _ask_topology(
+        self,
+        policy: PolicyManager,
+        cluster: ClusterView,
+        children: ResourceColumns,
+        rows: IntArray,
+        parents: ResourceColumns,
+    ) -> CheckedArcs:
+        """`resource_to_resource` for the children of these rows, per item."""
+        answers = [
+            policy.resource_to_resource(
+                parent=ResourceView(parents.refs[int(children.parents[row])], cluster),
+                child=ResourceView(children.refs[row], cluster),
+                cluster=cluster,
+            )
+            for row in rows.tolist()
+        ]
+        return _arcs_of(answers)
+
+    def _ask_leaves(
+        self, policy: PolicyManager, cluster: ClusterView, rows: IntArray
+    ) -> CheckedArcs:
+        """`leaf_to_sink` for the machines of these rows, per item."""
+        machines = self._machines
+        answers = [
+            policy.leaf_to_sink(machine=MachineView(machines[row]), cluster=cluster)
+            for row in rows.tolist()
+        ]
+        return _arcs_of(answers)
+
+    def _write(
+        self,
+        role: IntArray,
+        rows: IntArray,
+        arcs: CheckedArcs,
+        sources: IntArray,
+        targets: IntArray,
+        kind: int,
+    ) -> IntArray:
+        """Give the role arcs of `rows` these values, adding those that do not exist yet (or no
+        longer join the right nodes: a machine that left a rack and came back in another)."""
+        role = role.copy()
+        if not len(rows):
+            return role
+        existing = role[rows]
+        present = existing >= 0
+        if present.any():
+            graph_src = self.graph.arrays().src
+            moved = present.copy()
+            moved[present] = graph_src[existing[present]] != sources[present]
+            if moved.any():
+                self.graph.trusted_remove_arcs(existing[moved])
+                present &= ~moved
+            self.graph.trusted_change_arcs(
+                existing[present],
+                arcs.min_flow[present],
+                arcs.capacity[present],
+                arcs.cost[present],
+            )
+        missing = ~present
+        if missing.any():
+            role[rows[missing]] = self.graph.trusted_add_arcs(
+                sources[missing],
+                targets[missing],
+                arcs.min_flow[missing],
+                arcs.capacity[missing],
+                arcs.cost[missing],
+                np.full(int(missing.sum()), kind, dtype=np.int64),
+            )
+        return role
+
+
+def _read_only(stats: StatsColumns) -> StatsColumns:
+    """Views of `stats` that a policy cannot write through."""
+    views = {}
+    for name in StatsColumns.__slots__:
+        view = getattr(stats, name).view()
+        view.flags.writeable = False
+        views[name] = view
+    return StatsColumns(**views)
+
+
+def _arcs_of(descriptors: Sequence[ArcDescriptor]) -> CheckedArcs:
+    """Checked per-item `ArcDescriptor`s as columns."""
+    return CheckedArcs(
+        np.array([d.cost for d in descriptors], dtype=np.int64),
+        np.array([d.capacity for d in descriptors], dtype=np.int64),
+        np.array([d.min_flow for d in descriptors], dtype=np.int64),
+    )
