@@ -18,52 +18,74 @@ above any placement, so every task that fits somewhere is placed, oldest first w
 
 The graph::
 
-    task -> request class -> machine class -> machine -> sink
+    task -> request class -> machine -> sink
 
 A request class holds the waiting tasks with one request vector and one set of label selectors.
-It has an arc to the machine class of each machine where one such task fits (free slot, every
-resource dimension, labels), with that cost and as capacity how many such tasks fit there.
-
-Those capacities are each counted against the same free resources, so tasks of several requests
-could overfill a machine together in one round. The machine class closes that gap: its one arc to
-the machine lets through only as many tasks as fit whichever waiting tasks they are, that is, as
-many as the largest waiting requests that could go there fit, dimension by dimension
-(`batch_limit`). So no round overcommits a machine; when requests differ widely a machine may take
-fewer tasks in one round than a perfect packing would, and the next round fills it further. Class
-arcs are asked again every round, so the limit follows the waiting tasks, which are counted once
-per round. (Firmament's per-machine classes, one per
-extra task, count each request against the machine on its own, and so can overfill it.)
+Its arcs to machines could each carry as many such tasks as fit there, but those capacities are
+each counted against the same free resources, so tasks of several requests could overfill a
+machine together in one round (Firmament's per-machine classes, one per extra task, have that
+flaw). Instead, every round deals each machine's free slots and free resources out among the
+request classes with waiting tasks (`firmament_py.sdk.packing`: one task to each class in turn,
+largest requests first, until nothing more fits), and a class's arc to a machine carries its
+share: the shares of one machine always fit it together, so no round overcommits a machine,
+and the tasks of every class that fits go out in the same round. A class reaches only the
+machines it was dealt a share of, those where its tasks fit (slots, every resource dimension,
+labels).
 
 One arc per request and machine prices a round's tasks of one request alike: a batch goes to the
-best machine up to its limit, then the next best, rather than spreading as placing tasks one by
-one would. Firmament's per-extra-task classes spread it, at the price of a class and an arc per
-extra task on every machine; here the next round re-prices the machines instead.
+best machine up to its share, then the next best, rather than spreading as placing tasks one by
+one would; the next round prices the machines again. When requests mix, room dealt to a class
+on machines its tasks do not go to stays free until the next round deals it again.
+
+Cost of asking. The dealing is worked out once per round, in arrays over every machine; the
+batch hooks read the round's machine columns, and the per-item hooks answer from the same
+dealing (built from the cluster view's statistics), so both forms give the same arcs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from firmament_py.sdk import (
     ArcDescriptor,
     ClusterView,
     EquivClassId,
     LabelSelector,
-    MachineId,
+    ResourceArcs,
     ResourceRef,
     Resources,
     ResourceStats,
     ResourceView,
+    StatsColumns,
+    TaskArcs,
+    TaskBatch,
     TaskView,
+    Topology,
     hookimpl,
     selector_class,
 )
+from firmament_py.sdk.columns import machines_of
+from firmament_py.sdk.packing import Dealing, largest_first, request_classes
+
+__all__ = [
+    "OMEGA",
+    "CpuMemPolicy",
+    "how_many_fit",
+    "placement_cost",
+    "placement_costs",
+    "request_class",
+]
+
+IntArray = npt.NDArray[np.int64]
 
 OMEGA = 1000
 """The cost range of each score (Firmament's `omega_`)."""
 
-MACHINE_CLASS_PREFIX = "machine:"
+_CPU = Resources.DIMENSIONS.index("cpu_millicores")
+_RAM = Resources.DIMENSIONS.index("ram_bytes")
 
 
 def request_class(request: Resources, selectors: Sequence[LabelSelector]) -> EquivClassId:
@@ -71,17 +93,6 @@ def request_class(request: Resources, selectors: Sequence[LabelSelector]) -> Equ
     amounts = zip(Resources.DIMENSIONS, request.as_tuple(), strict=True)
     name = "request:" + (",".join(f"{dim}={value}" for dim, value in amounts if value) or "none")
     return f"{name}|{selector_class(selectors)}" if selectors else name
-
-
-def machine_class(machine_id: MachineId) -> EquivClassId:
-    return MACHINE_CLASS_PREFIX + machine_id
-
-
-def machine_of_class(equiv_class: EquivClassId) -> MachineId | None:
-    """The machine of a machine class, or None if `equiv_class` is not one."""
-    if isinstance(equiv_class, str) and equiv_class.startswith(MACHINE_CLASS_PREFIX):
-        return equiv_class.removeprefix(MACHINE_CLASS_PREFIX)
-    return None
 
 
 def how_many_fit(request: Resources, stats: ResourceStats) -> int:
@@ -93,48 +104,35 @@ def how_many_fit(request: Resources, stats: ResourceStats) -> int:
     return max(count, 0)
 
 
-def _fraction(used: int, total: int) -> float:
-    if total <= 0:
-        return 0.0 if used <= 0 else 1.0
-    return min(1.0, used / total)
+def _fractions(used: npt.NDArray[np.float64], total: IntArray) -> npt.NDArray[np.float64]:
+    """`used / total` at most 1; for no capacity at all, 0 if nothing is used, else 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.minimum(1.0, used / total)
+    return np.where(total <= 0, np.where(used <= 0, 0.0, 1.0), share)
+
+
+def placement_costs(request: Sequence[int], stats: StatsColumns, rows: IntArray) -> IntArray:
+    """Least-requested plus balanced-allocation cost of one more task with `request` (a
+    `Resources.as_tuple()`) on each machine of `rows`."""
+    after = stats.reserved[rows] + np.asarray(request, dtype=np.int64)
+    cpu = _fractions(after[:, _CPU].astype(np.float64), stats.capacity[rows, _CPU])
+    ram = _fractions(after[:, _RAM].astype(np.float64), stats.capacity[rows, _RAM])
+    least_requested = (cpu + ram) / 2
+    balanced_allocation = np.abs(cpu - ram)
+    return np.round(OMEGA * (least_requested + balanced_allocation)).astype(np.int64)
 
 
 def placement_cost(request: Resources, stats: ResourceStats) -> int:
-    """Least-requested plus balanced-allocation cost of one more such task on the machine."""
-    after = stats.reserved + request
-    cpu = _fraction(after.cpu_millicores, stats.capacity.cpu_millicores)
-    ram = _fraction(after.ram_bytes, stats.capacity.ram_bytes)
-    least_requested = (cpu + ram) / 2
-    balanced_allocation = abs(cpu - ram)
-    return round(OMEGA * (least_requested + balanced_allocation))
-
-
-def batch_limit(free_slots: int, free: Resources, waiting: Iterable[tuple[Resources, int]]) -> int:
-    """How many of the `waiting` tasks ((request, count) pairs, each request fitting `free`)
-    a machine may take in one round so that any choice of that many fits: in every dimension,
-    that many of the largest requests together must fit."""
-    waiting = list(waiting)
-    limit = min(free_slots, sum(count for _, count in waiting))
-    for dimension, budget in enumerate(free.as_tuple()):
-        amounts = sorted(((r.as_tuple()[dimension], n) for r, n in waiting), reverse=True)
-        taken = 0
-        for amount, count in amounts:
-            fitting = count if amount == 0 else min(count, budget // amount)
-            taken += fitting
-            budget -= fitting * amount
-            if fitting < count:
-                break
-        limit = min(limit, taken)
-    return limit
-
-
-@dataclass(frozen=True, slots=True)
-class RequestShape:
-    """What the tasks of one request class ask for, and how many of them wait this round."""
-
-    request: Resources
-    selectors: tuple[LabelSelector, ...]
-    waiting: int
+    """`placement_costs` of one machine with these statistics."""
+    columns = StatsColumns(
+        machines=np.ones(1, dtype=np.int64),
+        slots=np.array([stats.slots], dtype=np.int64),
+        running_tasks=np.array([stats.running_tasks], dtype=np.int64),
+        capacity=np.array([stats.capacity.as_tuple()], dtype=np.int64),
+        reserved=np.array([stats.reserved.as_tuple()], dtype=np.int64),
+        measured_usage=np.array([stats.measured_usage.as_tuple()], dtype=np.int64),
+    )
+    return int(placement_costs(request.as_tuple(), columns, np.zeros(1, dtype=np.int64))[0])
 
 
 class CpuMemPolicy:
@@ -142,95 +140,76 @@ class CpuMemPolicy:
     the module docstring)."""
 
     def __init__(self) -> None:
-        # The round's waiting request classes and machine limits, made when first needed in a
-        # round (`round_started` drops them).
-        self._shapes: dict[EquivClassId, RequestShape] | None = None
-        self._limits: dict[MachineId, int] = {}
+        self._dealing: Dealing | None = None
+        """The round's dealing, made when first needed; `round_started` drops it."""
 
     @hookimpl
     def round_started(self) -> None:
-        """A new round: the waiting tasks are counted afresh when next needed."""
-        self._shapes = None
+        """A new round: the room is dealt afresh when next needed."""
+        self._dealing = None
 
-    def _round_shapes(self, cluster: ClusterView) -> dict[EquivClassId, RequestShape]:
-        if self._shapes is None:
-            counts: dict[EquivClassId, tuple[TaskView, int]] = {}
-            for task in cluster.waiting_tasks.values():
-                key = request_class(task.request, task.selectors)
-                first, count = counts.get(key, (task, 0))
-                counts[key] = (first, count + 1)
-            self._shapes = {
-                key: RequestShape(task.request, tuple(task.selectors), count)
-                for key, (task, count) in counts.items()
-            }
-            self._limits = {}
-        return self._shapes
+    def _dealt(self, cluster: ClusterView, topology: Topology | None = None) -> Dealing:
+        """The round's dealing, from the batch hooks' machine columns or (asked per item) the
+        cluster view's: the same numbers either way."""
+        if self._dealing is None:
+            machines = topology.machines if topology is not None else machines_of(cluster)
+            found = request_classes(
+                cluster.waiting_tasks.values(), lambda t: request_class(t.request, t.selectors)
+            )
+            self._dealing = Dealing.of(machines, sorted(found.values(), key=largest_first))
+        return self._dealing
 
-    def _fits(self, shape: RequestShape, machine_id: MachineId, cluster: ClusterView) -> bool:
-        machine = cluster.machine(machine_id)
-        return how_many_fit(shape.request, cluster.stats(machine.ref)) > 0 and all(
-            selector.matches(machine.labels) for selector in shape.selectors
-        )
+    def _arcs(
+        self, equiv_class: EquivClassId, cluster: ClusterView, topology: Topology | None = None
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """The machine rows a class was dealt a share of, their costs and the shares."""
+        dealing = self._dealt(cluster, topology)
+        dealt, rows, shares = dealing.arcs(equiv_class)
+        if dealt is None:
+            return rows, rows, shares
+        return rows, placement_costs(dealt.request, dealing.machines.stats, rows), shares
 
-    def _limit(self, machine_id: MachineId, cluster: ClusterView) -> int:
-        shapes = self._round_shapes(cluster)
-        limit = self._limits.get(machine_id)
-        if limit is None:
-            stats = cluster.stats(ResourceRef.machine(machine_id))
-            waiting = [
-                (shape.request, shape.waiting)
-                for shape in shapes.values()
-                if self._fits(shape, machine_id, cluster)
-            ]
-            limit = self._limits[machine_id] = batch_limit(stats.free_slots, stats.free, waiting)
-        return limit
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl
+    def task_to_equiv_classes_batch(self, tasks: TaskBatch) -> TaskArcs[EquivClassId]:
+        classes = [request_class(task.request, task.selectors) for task in tasks]
+        return TaskArcs.one_each(classes, cost=0)
+
+    @hookimpl
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+    ) -> ResourceArcs | None:
+        rows, costs, shares = self._arcs(equiv_class, cluster, topology)
+        if equiv_class not in self._dealt(cluster, topology).positions:
+            return None  # not a request class of this round: the defaults' business
+        return ResourceArcs.to_machines(rows, costs, shares)
+
+    # ------------------------------------------------------------------ per item
 
     @hookimpl
     def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId]:
         return (request_class(task.request, task.selectors),)
 
     @hookimpl
-    def equiv_class_to_equiv_class_arcs(
-        self, equiv_class: EquivClassId, cluster: ClusterView
-    ) -> Sequence[EquivClassId] | None:
-        shape = self._round_shapes(cluster).get(equiv_class)
-        if shape is None:
-            return None
-        return [
-            machine_class(machine_id)
-            for machine_id in cluster.machines
-            if self._fits(shape, machine_id, cluster)
-        ]
-
-    @hookimpl
-    def equiv_class_to_equiv_class(
-        self, source: EquivClassId, target: EquivClassId, cluster: ClusterView
-    ) -> ArcDescriptor | None:
-        shape = self._round_shapes(cluster).get(source)
-        machine_id = machine_of_class(target)
-        if shape is None or machine_id is None:
-            return None
-        stats = cluster.stats(ResourceRef.machine(machine_id))
-        return ArcDescriptor(
-            placement_cost(shape.request, stats), capacity=how_many_fit(shape.request, stats)
-        )
-
-    @hookimpl
     def equiv_class_preference_arcs(
         self, equiv_class: EquivClassId, cluster: ClusterView
     ) -> Sequence[ResourceRef] | None:
-        if equiv_class in self._round_shapes(cluster):
-            return ()  # a request class reaches machines only through their machine classes
-        machine_id = machine_of_class(equiv_class)
-        if machine_id is None:
+        dealing = self._dealt(cluster)
+        if equiv_class not in dealing.positions:
             return None
-        return (ResourceRef.machine(machine_id),) if machine_id in cluster.machines else ()
+        rows, _, _ = self._arcs(equiv_class, cluster)
+        return [dealing.machines.refs[row] for row in rows.tolist()]
 
     @hookimpl
     def equiv_class_to_resource(
         self, equiv_class: EquivClassId, resource: ResourceView, cluster: ClusterView
     ) -> ArcDescriptor | None:
-        machine_id = machine_of_class(equiv_class)
-        if machine_id is None:
+        dealing = self._dealt(cluster)
+        if equiv_class not in dealing.positions:
             return None
-        return ArcDescriptor(0, capacity=self._limit(machine_id, cluster))
+        rows, costs, shares = self._arcs(equiv_class, cluster)
+        found = np.flatnonzero(rows == dealing.machines.row_of.get(resource.id, -1))
+        if not len(found):
+            return ArcDescriptor(0, capacity=0)
+        return ArcDescriptor(int(costs[found[0]]), capacity=int(shares[found[0]]))

@@ -34,6 +34,10 @@ slots are short. Tasks with label selectors get a spread class (and levels) of t
 reach only matching machines. Slots are the only resource counted, as in Octopus: a task whose
 request does not fit a machine's free resources may still be sent there, and the cluster state
 refuses it (use the cpu-mem policy when requests matter).
+
+Cost of asking. Each round's plan is worked out once, in arrays over the round's machine
+columns (the batch hooks get them as `Topology`); the per-item hooks answer from the same plan,
+so both forms give the same arcs.
 """
 
 from __future__ import annotations
@@ -41,18 +45,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from firmament_py.sdk import (
     ArcDescriptor,
+    ClassArcs,
     ClusterView,
     EquivClassId,
     LabelSelector,
     MachineView,
+    ResourceArcs,
     ResourceRef,
     ResourceView,
+    TaskArcs,
+    TaskBatch,
     TaskView,
+    Topology,
     hookimpl,
     selector_class,
 )
+
+IntArray = npt.NDArray[np.int64]
 
 SPREAD_CLASS = "spread"
 """The spread class of tasks without label selectors."""
@@ -83,41 +97,70 @@ class MachineLoad:
 
 @dataclass(frozen=True, slots=True)
 class SpreadPlan:
-    """One spread class's levels for a round: `machines` it may use that have a free slot, and
-    the most a level arc may cost (`cost_cap`) for the flow still to have every arc it needs."""
+    """One spread class's levels for a round: the `rows` (of the round's machine table) of the
+    machines it may use that have a free slot, with their `running` tasks and `free` slots, and
+    the most a level arc may cost (`cost_cap`) for the flow still to have every arc it needs.
+    `all_refs` names every row of the table."""
 
-    machines: tuple[MachineLoad, ...]
+    all_refs: Sequence[ResourceRef]
+    rows: IntArray
+    running: IntArray
+    free: IntArray
     cost_cap: int
     depth: int
 
+    def level(self, level: int) -> IntArray:
+        """Which of the plan's machines level `level` reaches (positions in `rows`)."""
+        return np.flatnonzero((level < self.free) & (self.running + level <= self.cost_cap))
+
     def level_machines(self, level: int) -> list[ResourceRef]:
-        return [
-            load.ref
-            for load in self.machines
-            if level < load.free and load.running + level <= self.cost_cap
-        ]
+        return [self.all_refs[i] for i in self.rows[self.level(level)].tolist()]
 
 
-def cheapest_cost_cap(machines: Sequence[MachineLoad], needed: int) -> int:
-    """The least cap such that at least `needed` (machine, level) arcs cost no more than it,
-    or the dearest arc's cost if there are fewer arcs than that (-1 if none is needed)."""
-    if needed <= 0 or not machines:
+def _arcs_within(running: IntArray, free: IntArray, cap: int) -> int:
+    return int(np.maximum(0, np.minimum(free, cap - running + 1)).sum())
+
+
+def cheapest_cap(running: IntArray, free: IntArray, needed: int) -> int:
+    """The least cap such that at least `needed` (machine, level) arcs cost no more than it, or
+    the dearest arc's cost if there are fewer arcs than that (-1 if none is needed); machine i
+    has `free[i]` levels, costing `running[i]`, `running[i] + 1`, ..."""
+    if needed <= 0 or not len(running):
         return -1
-
-    def arcs_within(cap: int) -> int:
-        return sum(max(0, min(load.free, cap - load.running + 1)) for load in machines)
-
-    low = min(load.running for load in machines)
-    high = max(load.running + load.free - 1 for load in machines)
-    if arcs_within(high) <= needed:
+    low = int(running.min())
+    high = int((running + free - 1).max())
+    if _arcs_within(running, free, high) <= needed:
         return high
     while low < high:  # the least cap in [low, high] with arcs_within(cap) >= needed
         middle = (low + high) // 2
-        if arcs_within(middle) >= needed:
+        if _arcs_within(running, free, middle) >= needed:
             high = middle
         else:
             low = middle + 1
     return low
+
+
+def cheapest_cost_cap(machines: Sequence[MachineLoad], needed: int) -> int:
+    """`cheapest_cap` of a list of machines."""
+    running = np.array([load.running for load in machines], dtype=np.int64)
+    free = np.array([load.free for load in machines], dtype=np.int64)
+    return cheapest_cap(running, free, needed)
+
+
+def plan_levels(
+    refs: Sequence[ResourceRef],
+    running: IntArray,
+    free: IntArray,
+    usable: npt.NDArray[np.bool_],
+    waiting: int,
+) -> SpreadPlan:
+    """The plan of a spread class over machines with these loads, of which it may use those in
+    `usable`, for a round with `waiting` tasks waiting in all."""
+    rows = np.flatnonzero(usable & (free > 0))
+    running, free = running[rows], free[rows]
+    cost_cap = cheapest_cap(running, free, waiting)
+    depth = int(np.minimum(free, cost_cap - running + 1).max()) if len(rows) else 0
+    return SpreadPlan(refs, rows, running, free, cost_cap, max(depth, 0))
 
 
 class LoadSpreadingPolicy:
@@ -135,30 +178,76 @@ class LoadSpreadingPolicy:
         """A new round: the plans are made afresh when next needed."""
         self._plans = None
 
-    def _round_plans(self, cluster: ClusterView) -> dict[EquivClassId, SpreadPlan]:
+    def _round_plans(
+        self, cluster: ClusterView, topology: Topology | None = None
+    ) -> dict[EquivClassId, SpreadPlan]:
+        """The round's plans, from the machine columns of `topology`, or (asked per item, with
+        no topology at hand) from the cluster view: the same numbers either way."""
         if self._plans is not None:
             return self._plans
-        waiting = list(cluster.waiting_tasks.values())
-        groups = {spread_class(task.selectors): task.selectors for task in waiting}
-        self._plans = {}
-        self._levels = {}
+        waiting = cluster.waiting_tasks
+        groups: dict[EquivClassId, tuple[LabelSelector, ...]] = {}
+        for task in waiting.values():
+            groups.setdefault(spread_class(task.selectors), task.selectors)
+        if topology is not None:
+            machines = topology.machines
+            refs: Sequence[ResourceRef] = machines.refs
+            running, free = machines.stats.running_tasks, machines.stats.free_slots
+        else:
+            views = list(cluster.machines.values())
+            refs = [machine.ref for machine in views]
+            loads = [cluster.stats(ref) for ref in refs]
+            running = np.array([stats.running_tasks for stats in loads], dtype=np.int64)
+            free = np.array([stats.free_slots for stats in loads], dtype=np.int64)
+        self._plans, self._levels = {}, {}
         for group, selectors in groups.items():
-            machines: list[MachineLoad] = []
-            for machine in cluster.machines.values():
-                stats = cluster.stats(machine.ref)
-                if stats.free_slots > 0 and usable(machine, selectors):
-                    machines.append(MachineLoad(machine.ref, stats.running_tasks, stats.free_slots))
-            cost_cap = cheapest_cost_cap(machines, len(waiting))
-            depth = max((min(m.free, cost_cap - m.running + 1) for m in machines), default=0)
-            plan = SpreadPlan(tuple(machines), cost_cap, max(depth, 0))
+            if topology is not None:
+                mask = topology.machines.matching(selectors)
+            else:
+                mask = np.array([usable(m, selectors) for m in views], dtype=np.bool_)
+            plan = plan_levels(refs, running, free, mask, len(waiting))
             self._plans[group] = plan
             for level in range(plan.depth):
                 self._levels[level_class(group, level)] = (plan, level)
         return self._plans
 
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl
+    def task_to_equiv_classes_batch(self, tasks: TaskBatch) -> TaskArcs[EquivClassId]:
+        return TaskArcs.one_each([spread_class(s) for s in tasks.selectors], cost=0)
+
+    @hookimpl
+    def equiv_class_to_equiv_classes_batch(
+        self, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> ClassArcs | None:
+        plan = self._round_plans(cluster).get(equiv_class)
+        if plan is None:
+            return None
+        return ClassArcs([level_class(equiv_class, level) for level in range(plan.depth)])
+
+    @hookimpl
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+    ) -> ResourceArcs | None:
+        if equiv_class in self._round_plans(cluster, topology):
+            return ResourceArcs.none()  # a spread class reaches machines only through levels
+        level = self._levels.get(equiv_class)
+        if level is None:
+            return None
+        plan, index = level
+        reached = plan.level(index)
+        return ResourceArcs.to_machines(plan.rows[reached], plan.running[reached] + index, 1)
+
+    # ------------------------------------------------------------------ per item
+
     @hookimpl
     def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId]:
         return (spread_class(task.selectors),)
+
+    @hookimpl
+    def task_to_equiv_class(self) -> ArcDescriptor:
+        return ArcDescriptor(0)
 
     @hookimpl
     def equiv_class_to_equiv_class_arcs(

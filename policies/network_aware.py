@@ -39,6 +39,10 @@ a machine one more request; here an aggregator's tasks on one machine pay the sa
 round, and the next round prices the new reservations.) Waiting costs 2,500 plus one per second
 waited, so when room is short the tasks that waited longest go first.
 
+Cost of asking. The dealing is `firmament_py.sdk.packing.deal_room`, worked out once per round
+in arrays over every machine; the batch hooks read the round's machine columns, and the
+per-item hooks answer from the same dealing.
+
 Describing bandwidth. A task asks for bandwidth in its request
 (`TaskSubmitted(request=Resources(net_rx_bytes_per_s=...))`); a machine offers its link in its
 capacity (`MachineAdded(capacity=Resources(net_rx_bytes_per_s=..., net_tx_bytes_per_s=...))`);
@@ -49,7 +53,9 @@ per second. A task that asks for none still gets a slot, on the least loaded lin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from firmament_py.sdk import (
     MAX_COST,
@@ -57,16 +63,21 @@ from firmament_py.sdk import (
     ClusterView,
     EquivClassId,
     LabelSelector,
-    MachineId,
-    MachineView,
+    ResourceArcs,
+    ResourceColumns,
     ResourceRef,
     Resources,
-    ResourceStats,
     ResourceView,
+    TaskArcs,
+    TaskBatch,
     TaskView,
+    TimedArcs,
+    Topology,
     hookimpl,
     selector_class,
 )
+from firmament_py.sdk.columns import machines_of
+from firmament_py.sdk.packing import Dealing, deal_room, request_classes
 
 __all__ = [
     "FULL_LINK_COST",
@@ -76,16 +87,17 @@ __all__ = [
     "request_class",
 ]
 
+IntArray = npt.NDArray[np.int64]
+
 FULL_LINK_COST = 1000
 """The cost of an arc to a machine whose receive link the task would fill: costs are
 thousandths of the link."""
 WAITING_COST = 2500
 """The base cost of leaving a task unscheduled (NetCostModel's value), above any placement."""
 
-MICROSECONDS_PER_SECOND = 1_000_000
 _RX = Resources.DIMENSIONS.index("net_rx_bytes_per_s")
-_OBSERVED = tuple(
-    name in ("net_rx_bytes_per_s", "net_tx_bytes_per_s") for name in Resources.DIMENSIONS
+_OBSERVED = np.array(
+    [name in ("net_rx_bytes_per_s", "net_tx_bytes_per_s") for name in Resources.DIMENSIONS]
 )
 """The dimensions in which measured use, when above the reservations, counts as used."""
 
@@ -112,68 +124,42 @@ def deal_shares(
     spare: Sequence[int],
     slots: int,
 ) -> list[int]:
-    """How many tasks of each request a machine with `spare` resources and `slots` free slots
-    takes: dealt one task to each request in turn, in the order given, a request leaving the
-    turn once its `demands` are met or its next task does not fit, until no slot is left.
-
-    Requests and spare are vectors of the same dimensions. The shares' total request fits
-    within `spare` and their number within `slots`; no request with demand left could take
-    one more task.
-    """
-    shares = [0] * len(requests)
-    room = list(spare)
-    turn = [kind for kind, demand in enumerate(demands) if demand > 0]
-    while turn and slots > 0:
-        # Whole turns in which every request still in play gets a task, dealt at once.
-        total = [sum(requests[kind][d] for kind in turn) for d in range(len(room))]
-        turns = min(
-            slots // len(turn),
-            min(demands[kind] - shares[kind] for kind in turn),
-            min((r // t for r, t in zip(room, total, strict=True) if t > 0), default=slots),
-        )
-        for kind in turn:
-            shares[kind] += turns
-        room = [r - turns * t for r, t in zip(room, total, strict=True)]
-        slots -= turns * len(turn)
-        # Then one turn task by task, in which at least one request leaves or the slots end.
-        still_in: list[int] = []
-        for kind in turn:
-            request = requests[kind]
-            if (
-                slots > 0
-                and shares[kind] < demands[kind]
-                and all(q <= r for q, r in zip(request, room, strict=True))
-            ):
-                shares[kind] += 1
-                room = [r - q for r, q in zip(room, request, strict=True)]
-                slots -= 1
-                if shares[kind] < demands[kind]:
-                    still_in.append(kind)
-        turn = still_in
-    return shares
-
-
-def _spare(stats: ResourceStats) -> tuple[int, ...]:
-    """What a machine can still give: capacity minus reservations, or minus the measured use
-    in the network dimensions where that is higher; never below zero."""
-    return tuple(
-        max(0, capacity - (max(reserved, measured) if observed else reserved))
-        for capacity, reserved, measured, observed in zip(
-            stats.capacity.as_tuple(),
-            stats.reserved.as_tuple(),
-            stats.measured_usage.as_tuple(),
-            _OBSERVED,
-            strict=True,
-        )
+    """How many tasks of each request one machine with `spare` resources and `slots` free
+    slots takes (`deal_room` for one machine that every request may use)."""
+    shares = deal_room(
+        np.array(requests, dtype=np.int64).reshape(len(demands), len(spare)),
+        np.array(demands, dtype=np.int64),
+        np.array([spare], dtype=np.int64),
+        np.array([slots], dtype=np.int64),
+        np.ones((1, len(demands)), dtype=np.bool_),
     )
+    return [int(share) for share in shares[0]]
 
 
-@dataclass(frozen=True, slots=True)
-class _Round:
-    """One round's dealing: each aggregator's request and its share of each machine."""
+def spare_room(machines: ResourceColumns) -> IntArray:
+    """What each machine can still give: capacity minus reservations, or minus the measured
+    use in the network dimensions where that is higher; never below zero."""
+    stats = machines.stats
+    used = np.where(_OBSERVED, np.maximum(stats.reserved, stats.measured_usage), stats.reserved)
+    return np.maximum(stats.capacity - used, 0)
 
-    requests: dict[EquivClassId, Resources]
-    shares: dict[EquivClassId, dict[MachineId, int]]
+
+def link_costs(dealing: Dealing, equiv_class: EquivClassId) -> tuple[IntArray, IntArray, IntArray]:
+    """The machine rows an aggregator was dealt a share of, each arc's cost (thousandths of
+    the receive link in use with one more such task, at most `FULL_LINK_COST`) and its share."""
+    dealt, rows, shares = dealing.arcs(equiv_class)
+    if dealt is None:
+        return rows, rows, shares
+    stats = dealing.machines.stats
+    link = stats.capacity[rows, _RX]
+    in_use = np.maximum(stats.reserved[rows, _RX], stats.measured_usage[rows, _RX])
+    wanted = in_use + dealt.request[_RX]
+    cost = np.where(
+        link > 0,
+        np.minimum(FULL_LINK_COST * wanted // np.maximum(link, 1), FULL_LINK_COST),
+        0,  # only requests without receive bandwidth are dealt a machine without a link
+    )
+    return rows, cost, shares
 
 
 class NetworkAwarePolicy:
@@ -184,58 +170,69 @@ class NetworkAwarePolicy:
     """
 
     def __init__(self) -> None:
-        self._round: _Round | None = None
-        """The current round's dealing, made when first needed, dropped by the next pass."""
+        self._round: Dealing | None = None
+        """The current round's dealing, made when first needed, dropped by the next round."""
 
     def __repr__(self) -> str:
         return "NetworkAwarePolicy()"
 
-    def _dealt(self, cluster: ClusterView) -> _Round:
-        if self._round is not None:
-            return self._round
-        demands: dict[EquivClassId, int] = {}
-        requests: dict[EquivClassId, Resources] = {}
-        selectors: dict[EquivClassId, tuple[LabelSelector, ...]] = {}
-        for task in cluster.waiting_tasks.values():
-            equiv_class = request_class(task.request, task.selectors)
-            demands[equiv_class] = demands.get(equiv_class, 0) + 1
-            requests[equiv_class] = task.request
-            selectors[equiv_class] = task.selectors
-        order = sorted(demands, key=lambda c: (-requests[c].net_rx_bytes_per_s, str(c)))
-        shares: dict[EquivClassId, dict[MachineId, int]] = {c: {} for c in order}
-        for machine in cluster.machines.values():
-            stats = cluster.stats(machine.ref)
-            allowed = [c for c in order if _matches(selectors[c], machine)]
-            dealt = deal_shares(
-                [requests[c].as_tuple() for c in allowed],
-                [demands[c] for c in allowed],
-                _spare(stats),
-                stats.free_slots,
+    def _dealt(self, cluster: ClusterView, topology: Topology | None = None) -> Dealing:
+        """The round's dealing, from the batch hooks' machine columns or (asked per item) the
+        cluster view's: the same numbers either way."""
+        if self._round is None:
+            machines = topology.machines if topology is not None else machines_of(cluster)
+            found = request_classes(
+                cluster.waiting_tasks.values(), lambda t: request_class(t.request, t.selectors)
             )
-            for aggregator, share in zip(allowed, dealt, strict=True):
-                if share:
-                    shares[aggregator][machine.machine_id] = share
-        self._round = _Round(requests, shares)
+            order = sorted(found.values(), key=lambda c: (-c.request[_RX], str(c.name)))
+            self._round = Dealing.of(machines, order, spare_room(machines))
         return self._round
 
-    # ------------------------------------------------------------------ shape
+    @hookimpl
+    def round_started(self) -> None:
+        """A new round: the previous dealing is stale."""
+        self._round = None
+
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl
+    def task_to_unscheduled_batch(self) -> TimedArcs:
+        return TimedArcs(WAITING_COST, per_second=1)
+
+    @hookimpl
+    def task_to_equiv_classes_batch(self, tasks: TaskBatch) -> TaskArcs[EquivClassId]:
+        classes = [request_class(task.request, task.selectors) for task in tasks]
+        return TaskArcs.one_each(classes, cost=0)
+
+    @hookimpl
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+    ) -> ResourceArcs:
+        rows, cost, shares = link_costs(self._dealt(cluster, topology), equiv_class)
+        return ResourceArcs.to_machines(rows, cost, shares)
+
+    # ------------------------------------------------------------------ per item
 
     @hookimpl
     def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId]:
         return (request_class(task.request, task.selectors),)
 
     @hookimpl
+    def task_to_equiv_class(self) -> ArcDescriptor:
+        return ArcDescriptor(0)
+
+    @hookimpl
     def equiv_class_preference_arcs(
         self, equiv_class: EquivClassId, cluster: ClusterView
     ) -> list[ResourceRef]:
-        machines = self._dealt(cluster).shares.get(equiv_class, {})
-        return [ResourceRef.machine(machine_id) for machine_id in machines]
-
-    # ------------------------------------------------------------------ arc descriptors
+        dealt = self._dealt(cluster)
+        _, rows, _ = dealt.arcs(equiv_class)
+        refs = dealt.machines.refs
+        return [refs[row] for row in rows.tolist()]
 
     @hookimpl
     def task_to_unscheduled(self, task: TaskView, cluster: ClusterView) -> ArcDescriptor:
-        waited = task.unscheduled_time(cluster.now) // MICROSECONDS_PER_SECOND
+        waited = task.unscheduled_time(cluster.now) // 1_000_000
         return ArcDescriptor(min(WAITING_COST + waited, MAX_COST))
 
     @hookimpl
@@ -243,24 +240,9 @@ class NetworkAwarePolicy:
         self, equiv_class: EquivClassId, resource: ResourceView, cluster: ClusterView
     ) -> ArcDescriptor:
         dealt = self._dealt(cluster)
-        share = dealt.shares.get(equiv_class, {}).get(resource.id, 0)
-        if share == 0:
+        rows, cost, shares = link_costs(dealt, equiv_class)
+        row = dealt.machines.row_of.get(resource.id)
+        found = np.flatnonzero(rows == row) if row is not None else rows[:0]
+        if not len(found):
             return ArcDescriptor(0, capacity=0)
-        stats = resource.stats
-        link = stats.capacity.net_rx_bytes_per_s
-        if link == 0:  # only requests without receive bandwidth get here
-            return ArcDescriptor(0, capacity=share)
-        in_use = max(stats.reserved.net_rx_bytes_per_s, stats.measured_usage.net_rx_bytes_per_s)
-        wanted = in_use + dealt.requests[equiv_class].net_rx_bytes_per_s
-        return ArcDescriptor(min(FULL_LINK_COST * wanted // link, FULL_LINK_COST), capacity=share)
-
-    # ------------------------------------------------------------------ statistics
-
-    @hookimpl
-    def round_started(self) -> None:
-        """A new round: the previous dealing is stale."""
-        self._round = None
-
-
-def _matches(selectors: Sequence[LabelSelector], machine: MachineView) -> bool:
-    return all(selector.matches(machine.labels) for selector in selectors)
+        return ArcDescriptor(int(cost[found[0]]), capacity=int(shares[found[0]]))

@@ -18,7 +18,8 @@ the job's 10 µs lookup table):
 * every rack r whose worst machine costs c_r = max_{m in r} d_m <= p_r (`rack_threshold`,
   110), at cost c_r, capacity m x C, and from the rack any of its machines;
 * the cluster aggregator X at cost b = max_r c_r, the worst in the cluster;
-* its job's unscheduled aggregator at cost a = omega x seconds waited + gamma
+* its job's unscheduled aggregator at cost a = omega x seconds waited + gamma (time counted to
+  the microsecond, the fraction of a unit dropped)
   (`wait_cost_per_second` 1, `unscheduled_cost` 1001: above every placement cost, which lie in
   100..1000 since p >= 0.1).
 
@@ -38,7 +39,7 @@ to that rack rather than 48 to its machines.
 
 Preemption (off by default). Running tasks keep their arc to J (they may migrate) and get an arc
 to the unscheduled aggregator costing a (preemption). Staying on machine m costs
-d_m - beta - 1: beta is the time the task has run, one cost unit per second
+d_m - beta - 1: beta is the time the task has run, one cost unit per second (counted as omega is)
 (`run_credit_per_second`; `beta=BetaMode.ZERO` for the paper's beta = 0 variant), and the 1 makes
 staying strictly cheaper than moving to an equal machine, which costs a multiple of 10 more.
 The root keeps its arc to X; staying costs it -beta - 1.
@@ -72,6 +73,11 @@ Where this differs from the papers, and why:
   no machine matches, J_S has no arc and the task waits (nothing could take it). Without
   selectors nothing changes.
 
+Cost of asking. The policy answers in batch: waiting and preemption costs are declared once
+per task (`TimedArcs`), and the job classes' arcs come from the prices worked out once per
+job and round; with preemption, the continuation costs follow the latencies, so they are asked
+again every round (`this_round_only`).
+
 Which application a job runs: the label `nomora.app` of its first task seen (one of the
 functions' names: `memcached`, `strads`, `spark-glm`, `tensorflow`, or a function loaded from a
 file written by `firmament-py nomora fit`), else `NomoraSettings.default_application`; a job
@@ -99,8 +105,10 @@ from firmament_py.nomora.performance import (
 from firmament_py.nomora.settings import APPLICATION_LABEL, BetaMode, NomoraSettings
 from firmament_py.sdk import (
     MAX_CAPACITY,
-    MAX_COST,
+    ArcColumns,
     ArcDescriptor,
+    ClassArcs,
+    Clock,
     ClusterView,
     EquivClassId,
     JobId,
@@ -108,13 +116,20 @@ from firmament_py.sdk import (
     MachineId,
     MachineView,
     RackId,
+    ResourceArcs,
     ResourceKind,
     ResourceRef,
     ResourceView,
+    TaskArcs,
+    TaskBatch,
     TaskState,
     TaskView,
+    TimedArcs,
+    Topology,
+    TopologyArcs,
     hookimpl,
     selector_class,
+    timed_cost,
 )
 
 __all__ = [
@@ -394,9 +409,22 @@ class NomoraPolicy:
         return job is not None and job.root_task_id == task.task_id
 
     def _waiting_cost(self, task: TaskView, cluster: ClusterView) -> int:
-        seconds = task.unscheduled_time(cluster.now) // MICROSECONDS_PER_SECOND
-        cost = self.settings.wait_cost_per_second * seconds + self.settings.unscheduled_cost
-        return min(cost, MAX_COST)
+        settings = self.settings
+        waited = task.unscheduled_time(cluster.now)
+        return timed_cost(settings.unscheduled_cost, settings.wait_cost_per_second, waited)
+
+    def _run_credit(self) -> int:
+        """Beta's rate: cost units per second run (0 for the paper's beta = 0)."""
+        if self.settings.beta is BetaMode.RUN_TIME:
+            return self.settings.run_credit_per_second
+        return 0
+
+    def _stay_cost(self, task: TaskView, machine_id: MachineId, cluster: ClusterView) -> int:
+        """d of the task's machine (0 for a root), before beta and the 1 that keeps it there."""
+        if self._is_root(task, cluster):
+            return 0
+        prices = self.prices(task.job_id, cluster, task.selectors)
+        return 0 if prices is None else prices.cost_on(machine_id)
 
     def _job_of_class(self, equiv_class: EquivClassId) -> tuple[JobId, Selectors] | None:
         """The job (and the selectors) of a class J or J_S; None for any other class."""
@@ -537,19 +565,107 @@ class NomoraPolicy:
     ) -> ArcDescriptor | None:
         if not self.settings.preemption:
             return None  # the defaults pin it
-        stay = 0
-        if not self._is_root(task, cluster):
-            prices = self.prices(task.job_id, cluster, task.selectors)
-            stay = 0 if prices is None else prices.cost_on(machine.machine_id)
-        beta = 0
-        if self.settings.beta is BetaMode.RUN_TIME:
-            seconds = task.run_time(cluster.now) // MICROSECONDS_PER_SECOND
-            beta = self.settings.run_credit_per_second * seconds
-        return ArcDescriptor(max(stay - beta - 1, -MAX_COST), capacity=1, min_flow=0)
+        stay = self._stay_cost(task, machine.machine_id, cluster)
+        cost = timed_cost(stay - 1, -self._run_credit(), task.run_time(cluster.now))
+        return ArcDescriptor(cost, capacity=1, min_flow=0)
 
     @hookimpl
     def task_preemption(self, task: TaskView, cluster: ClusterView) -> ArcDescriptor:
         return ArcDescriptor(self._waiting_cost(task, cluster))
+
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl
+    def task_to_unscheduled_batch(self) -> TimedArcs:
+        settings = self.settings
+        return TimedArcs(settings.unscheduled_cost, per_second=settings.wait_cost_per_second)
+
+    @hookimpl
+    def task_preemption_batch(self) -> TimedArcs:
+        # What waiting would cost: a running task's waiting clock stands still.
+        return self.task_to_unscheduled_batch()
+
+    @hookimpl
+    def task_continuation_batch(self, tasks: TaskBatch, cluster: ClusterView) -> TimedArcs | None:
+        if not self.settings.preemption:
+            return None  # the defaults pin them
+        stays = [
+            self._stay_cost(task, task.machine_id, cluster)  # type: ignore[arg-type]
+            for task in tasks
+        ]
+        # d follows the latencies and the root's machine: asked again every round.
+        return TimedArcs(
+            np.array(stays, dtype=np.int64) - 1,
+            min_flow=0,
+            per_second=-self._run_credit(),
+            clock=Clock.RAN,
+            this_round_only=True,
+        )
+
+    @hookimpl
+    def task_to_equiv_classes_batch(
+        self, tasks: TaskBatch, cluster: ClusterView
+    ) -> TaskArcs[EquivClassId]:
+        classes = [self.task_equiv_classes(task, cluster)[0] for task in tasks]
+        costs = [1 if self._is_aggregator(c) else 0 for c in classes]
+        return TaskArcs.one_each(classes, cost=costs)
+
+    @hookimpl
+    def task_to_resources_batch(
+        self, tasks: TaskBatch, cluster: ClusterView
+    ) -> TaskArcs[ResourceRef]:
+        rows: list[int] = []
+        targets: list[ResourceRef] = []
+        roots = np.zeros(len(tasks), dtype=np.bool_)
+        for row, task in enumerate(tasks):
+            if self._is_root(task, cluster):
+                roots[row] = True  # its rack is drawn among the live ones
+                for ref in self.task_preference_arcs(task, cluster):
+                    rows.append(row)
+                    targets.append(ref)
+        return TaskArcs(rows, targets, 0, 1, depends_on_topology=roots)
+
+    @hookimpl
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+    ) -> ResourceArcs | None:
+        machines, racks = topology.machines, topology.racks
+        if equiv_class == CLUSTER_AGGREGATOR:
+            every = np.arange(len(racks), dtype=np.int64)
+            return ResourceArcs.to_racks(every, 0, racks.stats.slots)
+        selectors = self._aggregators.get(equiv_class)
+        if selectors is not None:
+            rows = np.flatnonzero(machines.matching(selectors))
+            return ResourceArcs.to_machines(rows, 0, machines.stats.slots[rows])
+        if self._job_of_class(equiv_class) is None:
+            return None
+        prices = self._class_prices(equiv_class, cluster)
+        if prices is None:
+            return ResourceArcs.none()
+        machine_rows = np.array([machines.row_of[m] for m in prices.machine_arcs], np.int64)
+        rack_rows = np.array([racks.row_of[r] for r in prices.rack_arcs], np.int64)
+        return ResourceArcs.to_machines(
+            machine_rows, list(prices.machine_arcs.values()), machines.stats.slots[machine_rows]
+        ) + ResourceArcs.to_racks(
+            rack_rows, list(prices.rack_arcs.values()), racks.stats.slots[rack_rows]
+        )
+
+    @hookimpl
+    def equiv_class_to_equiv_classes_batch(
+        self, equiv_class: EquivClassId, cluster: ClusterView
+    ) -> ClassArcs | None:
+        prices = self._class_prices(equiv_class, cluster)
+        if prices is None:
+            return None
+        if prices.aggregator is None:
+            return ClassArcs.none()
+        return ClassArcs([prices.aggregator], prices.cluster_cost, MAX_CAPACITY)
+
+    @hookimpl
+    def resource_to_resource_batch(self, topology: Topology) -> TopologyArcs:
+        return TopologyArcs(
+            ArcColumns(0, topology.machines.stats.slots), ArcColumns(0, topology.racks.stats.slots)
+        )
 
     # ------------------------------------------------------------------ notifications
 

@@ -47,9 +47,16 @@ anywhere. A malformed `quincy.input` label makes the hooks about that task raise
 (the scheduler leaves that task out of the round and reports it).
 
 The scheduler asks for a task's preference arcs when the task joins the graph, and again only
-when it changes (updated, placed, evicted), a machine joins or leaves, or a machine's labels
-change. So describe a task's input and where its blocks are before submitting it: a later
-change to a `DataLayout` reaches a task only when the scheduler next asks about it.
+when it changes (updated, placed, evicted), or, for a task with input, when a machine joins or
+leaves or a machine's labels change. So describe a task's input and where its blocks are
+before submitting it: a later change to a `DataLayout` reaches a task only when the scheduler
+next asks about it.
+
+Cost of asking. The policy answers in batch: waiting, preemption and continuation costs are
+declared once per task (`TimedArcs`: 512 per second waited; the transfer cost minus 1,024 per
+second of the current run), so a round reprices running and waiting tasks in arrays without
+asking; a task without input costs no locality work at all. The per-item hooks give the same
+answers, for tests and tools that ask one question at a time.
 """
 
 from __future__ import annotations
@@ -58,21 +65,30 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import numpy as np
+
 from firmament_py.sdk import (
     MAX_COST,
     ArcDescriptor,
+    Clock,
     ClusterView,
     EquivClassId,
     MachineId,
     MachineView,
     RackId,
+    ResourceArcs,
     ResourceKind,
     ResourceRef,
     ResourceView,
+    TaskArcs,
+    TaskBatch,
     TaskId,
     TaskView,
     Time,
+    TimedArcs,
+    Topology,
     hookimpl,
+    selector_class,
 )
 
 __all__ = [
@@ -252,6 +268,11 @@ class QuincyPolicy:
         machines.update(self._labelled_replicas.get(block, ()))
         return {machine_id for machine_id in machines if machine_id in cluster.machines}
 
+    def _has_input(self, task: TaskView) -> bool:
+        """Whether the task reads anything (a layout entry, or the input label)."""
+        known = self.layout.input_of(task.task_id)
+        return bool(known) if known is not None else INPUT_LABEL in task.labels
+
     def _input(self, task: TaskView) -> Mapping[str, int]:
         known = self.layout.input_of(task.task_id)
         if known is not None:
@@ -316,11 +337,82 @@ class QuincyPolicy:
     def _allowed(task: TaskView, machine: MachineView) -> bool:
         return all(selector.matches(machine.labels) for selector in task.selectors)
 
-    # ------------------------------------------------------------------ capability and shape
+    # ------------------------------------------------------------------ capability
 
     @hookimpl
     def preemption_enabled(self) -> bool:
         return True
+
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl
+    def task_to_unscheduled_batch(self) -> TimedArcs:
+        return TimedArcs(1, per_second=self.wait_cost_per_second, clock=Clock.WAITED)
+
+    @hookimpl
+    def task_preemption_batch(self) -> TimedArcs:
+        # What waiting would cost: a running task's waiting clock stands still.
+        return TimedArcs(1, per_second=self.wait_cost_per_second, clock=Clock.WAITED)
+
+    @hookimpl
+    def task_continuation_batch(self, tasks: TaskBatch, cluster: ClusterView) -> TimedArcs:
+        transfer = np.zeros(len(tasks), dtype=np.int64)
+        for row, task in enumerate(tasks.views):
+            if self._has_input(task):
+                assert task.machine_id is not None
+                locality = self._locality(task, cluster)
+                transfer[row] = self._transfer_cost(locality, cluster.machine(task.machine_id))
+        return TimedArcs(
+            transfer - 1, min_flow=0, per_second=-self.run_credit_per_second, clock=Clock.THIS_RUN
+        )
+
+    @hookimpl
+    def task_to_equiv_classes_batch(
+        self, tasks: TaskBatch, cluster: ClusterView
+    ) -> TaskArcs[EquivClassId]:
+        targets: list[EquivClassId] = []
+        costs = np.zeros(len(tasks), dtype=np.int64)
+        depends = np.zeros(len(tasks), dtype=np.bool_)
+        for row, task in enumerate(tasks.views):
+            selectors = task.selectors
+            targets.append(selector_class(selectors) if selectors else CLUSTER_AGGREGATOR)
+            if self._has_input(task):  # its cost depends on where the input is
+                costs[row] = self._cluster_cost(self._locality(task, cluster), cluster)
+                depends[row] = True
+        return TaskArcs.one_each(targets, cost=costs, depends_on_topology=depends)
+
+    @hookimpl
+    def task_to_resources_batch(
+        self, tasks: TaskBatch, cluster: ClusterView
+    ) -> TaskArcs[ResourceRef]:
+        rows: list[int] = []
+        targets: list[ResourceRef] = []
+        costs: list[int] = []
+        depends = np.zeros(len(tasks), dtype=np.bool_)
+        for row, task in enumerate(tasks.views):
+            if not self._has_input(task):
+                continue
+            depends[row] = True
+            for ref in self.task_preference_arcs(task, cluster):
+                rows.append(row)
+                targets.append(ref)
+                costs.append(self.task_to_resource(task, cluster.resource(ref), cluster).cost)
+        return TaskArcs(rows, targets, costs, depends_on_topology=depends)
+
+    @hookimpl
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology
+    ) -> ResourceArcs | None:
+        if equiv_class != CLUSTER_AGGREGATOR:
+            return None
+        pods = topology.pods
+        return ResourceArcs.to_pods(
+            np.arange(len(pods), dtype=np.int64),
+            0,
+            pods.stats.schedulable_slots(preemption_enabled=True),
+        )
+
+    # ------------------------------------------------------------------ shape, per item
 
     @hookimpl
     def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId] | None:

@@ -33,14 +33,24 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
+
 from firmament_py.sdk import (
+    CLUSTER_AGGREGATOR,
     ArcDescriptor,
     ClusterView,
     EquivClassId,
+    ResourceArcs,
     ResourceView,
+    TaskArcs,
+    TaskBatch,
     TaskView,
+    TimedArcs,
+    Topology,
     hookimpl,
     schedulable_slots,
+    selector_class,
+    selectors_of_class,
 )
 
 FIRMAMENT_MAX_ARC_COST = 1000
@@ -66,6 +76,52 @@ class RandomPolicy:
         text = "\x1f".join(repr(part) for part in (self.seed, *key))
         digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
         return low + int.from_bytes(digest, "big") % (high - low + 1)
+
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl
+    def task_to_unscheduled_batch(self, tasks: TaskBatch, cluster: ClusterView) -> TimedArcs:
+        top, now = self.max_arc_cost, cluster.now
+        costs = [self.draw(top // 2 + 1, top, "wait", t, now) for t in tasks.task_ids.tolist()]
+        return TimedArcs(costs, this_round_only=True)  # drawn afresh every round
+
+    @hookimpl
+    def task_to_equiv_classes_batch(
+        self, tasks: TaskBatch, cluster: ClusterView
+    ) -> TaskArcs[EquivClassId]:
+        # The defaults' classes, at random costs.
+        classes = [selector_class(s) if s else CLUSTER_AGGREGATOR for s in tasks.selectors]
+        quarter, now = self.max_arc_cost // 4, cluster.now
+        costs = [
+            self.draw(0, quarter - 1, "task-class", task_id, equiv_class, now)
+            for task_id, equiv_class in zip(tasks.task_ids.tolist(), classes, strict=True)
+        ]
+        # Drawn whenever asked, which per item is also whenever the topology changes.
+        return TaskArcs.one_each(classes, cost=costs, depends_on_topology=True)
+
+    @hookimpl
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+    ) -> ResourceArcs:
+        # The defaults' machines for the class, at random costs.
+        machines = topology.machines
+        if equiv_class == CLUSTER_AGGREGATOR:
+            rows = np.arange(len(machines), dtype=np.int64)
+        else:
+            selectors = selectors_of_class(equiv_class)
+            if selectors is None:
+                return ResourceArcs.none()
+            rows = np.flatnonzero(machines.matching(selectors))
+        quarter, now = self.max_arc_cost // 4, cluster.now
+        refs = machines.refs
+        costs = [
+            self.draw(1, quarter, "class-resource", equiv_class, refs[row], now)
+            for row in rows.tolist()
+        ]
+        slots = machines.stats.schedulable_slots(preemption_enabled=cluster.preemption_enabled)
+        return ResourceArcs.to_machines(rows, costs, slots[rows])
+
+    # ------------------------------------------------------------------ per item
 
     @hookimpl
     def task_to_unscheduled(self, task: TaskView, cluster: ClusterView) -> ArcDescriptor:

@@ -16,7 +16,7 @@ machines. Firmament's model also adds one preference arc per task to a randomly 
 
 from __future__ import annotations
 
-from firmament_py.sdk import ArcDescriptor, hookimpl
+from firmament_py.sdk import ArcDescriptor, TimedArcs, hookimpl
 
 TRIVIAL_UNSCHEDULED_COST = 5
 """Firmament's TaskToUnscheduledAggCost: above the aggregator's 2, so free slots are taken."""
@@ -24,6 +24,10 @@ TRIVIAL_UNSCHEDULED_COST = 5
 
 class TrivialPolicy:
     """Place tasks in any free slot; waiting costs a constant 5 (see the module docstring)."""
+
+    @hookimpl
+    def task_to_unscheduled_batch(self) -> TimedArcs:
+        return TimedArcs(TRIVIAL_UNSCHEDULED_COST)  # per_second 0: it does not grow
 
     @hookimpl
     def task_to_unscheduled(self) -> ArcDescriptor:

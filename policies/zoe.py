@@ -5,27 +5,26 @@ Written for `firmament_py.zoe.placement.FlowPlacement`, which submits an admitte
 components as tasks of one job (the application) labelled `zoe.class` = `core` or `elastic`
 (and `zoe.app` = the application's id); any other task counts as elastic. The graph::
 
-    task -> request class -> machine class -> machine -> sink
+    task -> request class -> machine -> sink
     task -> U(job) -> sink
 
 * Request classes (Firmament's aggregators) group the waiting tasks of one component class and
-  one request: `zoe-core|cpu=...,ram=...` and `zoe-elastic|...`. A request class has an arc to
-  the machine class of every machine where one such task fits (a free slot, free cpu and free
-  ram), with capacity how many fit there and a best-fit cost: OMEGA (1000) x the mean of the
-  cpu and ram fractions the machine would still have free, so fuller machines are cheaper and
-  large holes stay open for large components (Zoe packs applications).
+  one request: `zoe-core|cpu=...,ram=...` and `zoe-elastic|...`. Every round, each machine's
+  free slots, cpu and ram are dealt out among the request classes with waiting tasks
+  (`firmament_py.sdk.packing`): one task to each class in turn, core classes before elastic
+  ones and larger requests first, until nothing more fits. A class has an arc to every machine
+  it was dealt a share of, carrying that share, at a best-fit cost: OMEGA (1000) x the mean of
+  the cpu and ram fractions the machine would still have free, so fuller machines are cheaper
+  and large holes stay open for large components (Zoe packs applications). The shares of one
+  machine fit it together, so no round overcommits a machine.
 * Label selectors: tasks with selectors (`TaskView.selectors`, e.g. `gpu=true`) get request
   classes of their own, keyed also by the selectors (`zoe-core|cpu=...,ram=...|selectors:...`,
-  `selector_class`), whose arcs go only to the machine classes of machines whose labels satisfy
-  all of them; so a component never reaches a machine that would refuse it.
-* A machine class has one arc to its machine whose capacity lets through only as many tasks as
-  fit whichever waiting tasks they are: as many as the largest waiting requests that may go
-  there (fit, and whose selectors the machine satisfies) fit, dimension by dimension. So no
-  round overcommits a machine (rounds at the same instant fill it further).
+  `selector_class`), which are dealt only machines whose labels satisfy all of them; so a
+  component never reaches a machine that would refuse it.
 * Waiting costs: a core component `CORE_WAITING_COST` (100 x the defaults' UNSCHEDULED_COST)
   plus one per second waited, an elastic one the defaults' UNSCHEDULED_COST plus one per
   second. Both dwarf any placement (at most OMEGA), so whatever fits is placed; when core and
-  elastic components compete for room, the solver places the core ones.
+  elastic components compete for room, core ones are dealt first.
 
 The policy does not preempt: a running component never moves or stops because of a round. The
 gang of an application's core components (all of them or none) cannot be said in a flow
@@ -38,7 +37,9 @@ and withdraws all of them if any is still waiting.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from firmament_py.sdk import (
     UNSCHEDULED_COST,
@@ -46,16 +47,23 @@ from firmament_py.sdk import (
     ClusterView,
     EquivClassId,
     LabelSelector,
-    MachineId,
     MachineView,
+    ResourceArcs,
     ResourceRef,
     Resources,
     ResourceStats,
     ResourceView,
+    StatsColumns,
+    TaskArcs,
+    TaskBatch,
     TaskView,
+    TimedArcs,
+    Topology,
     hookimpl,
     selector_class,
 )
+from firmament_py.sdk.columns import machines_of
+from firmament_py.sdk.packing import Dealing, RequestClass, request_classes
 
 from .cpu_mem import how_many_fit
 
@@ -67,12 +75,13 @@ __all__ = [
     "ZoePolicy",
     "component_class",
     "how_many_fit",
-    "machine_class",
     "packing_cost",
+    "packing_costs",
     "request_class",
-    "safe_batch",
     "usable",
 ]
+
+IntArray = npt.NDArray[np.int64]
 
 CLASS_LABEL = "zoe.class"
 """Task label: the component's class, `core` or `elastic`."""
@@ -86,8 +95,8 @@ CORE_WAITING_COST = 100 * UNSCHEDULED_COST
 """The base cost of leaving a core component waiting for a round."""
 
 REQUEST_CLASS_PREFIX = "zoe-"
-MACHINE_CLASS_PREFIX = "zoe-machine:"
-_SECOND = 1_000_000
+_CPU = Resources.DIMENSIONS.index("cpu_millicores")
+_RAM = Resources.DIMENSIONS.index("ram_bytes")
 
 
 def component_class(task: TaskView) -> str:
@@ -99,9 +108,17 @@ def request_class(
     kind: str, request: Resources, selectors: Sequence[LabelSelector] = ()
 ) -> EquivClassId:
     """The request class of waiting components of class `kind` with this request (and these
-    label selectors)."""
+    label selectors): `zoe-core|cpu=1000,ram=1073741824`, with any other dimension the request
+    has appended (`,net_rx_bytes_per_s=...`): the tasks of a class all ask for the same."""
     name = f"{REQUEST_CLASS_PREFIX}{kind}|cpu={request.cpu_millicores},ram={request.ram_bytes}"
+    for dimension, amount in zip(Resources.DIMENSIONS, request.as_tuple(), strict=True):
+        if amount and dimension not in ("cpu_millicores", "ram_bytes"):
+            name += f",{dimension}={amount}"
     return f"{name}|{selector_class(selectors)}" if selectors else name
+
+
+def _class_of(task: TaskView) -> EquivClassId:
+    return request_class(component_class(task), task.request, task.selectors)
 
 
 def usable(machine: MachineView, selectors: Sequence[LabelSelector]) -> bool:
@@ -109,51 +126,38 @@ def usable(machine: MachineView, selectors: Sequence[LabelSelector]) -> bool:
     return all(selector.matches(machine.labels) for selector in selectors)
 
 
-def machine_class(machine_id: MachineId) -> EquivClassId:
-    return MACHINE_CLASS_PREFIX + machine_id
-
-
-def _machine_of(equiv_class: EquivClassId) -> MachineId | None:
-    if isinstance(equiv_class, str) and equiv_class.startswith(MACHINE_CLASS_PREFIX):
-        return equiv_class.removeprefix(MACHINE_CLASS_PREFIX)
-    return None
+def packing_costs(request: Sequence[int], stats: StatsColumns, rows: IntArray) -> IntArray:
+    """OMEGA x the mean of the cpu and ram fractions left free on each machine of `rows` after
+    placing one more task with `request` (a `Resources.as_tuple()`): best fit, fuller
+    machines cheaper."""
+    left = stats.free[rows] - np.asarray(request, dtype=np.int64)
+    fractions = []
+    for dimension in (_CPU, _RAM):
+        total = stats.capacity[rows, dimension]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.clip(left[:, dimension] / total, 0.0, 1.0)
+        fractions.append(np.where(total > 0, share, 0.0))
+    return np.round(OMEGA * (fractions[0] + fractions[1]) / 2).astype(np.int64)
 
 
 def packing_cost(request: Resources, stats: ResourceStats) -> int:
-    """OMEGA x the mean of the cpu and ram fractions left free after placing one more task
-    with `request`: best fit, fuller machines cheaper."""
-    left = stats.free - request
-    fractions = []
-    for free, total in (
-        (left.cpu_millicores, stats.capacity.cpu_millicores),
-        (left.ram_bytes, stats.capacity.ram_bytes),
-    ):
-        fractions.append(min(1.0, max(0.0, free / total)) if total > 0 else 0.0)
-    return round(OMEGA * sum(fractions) / len(fractions))
+    """`packing_costs` of one machine with these statistics."""
+    columns = StatsColumns(
+        machines=np.ones(1, dtype=np.int64),
+        slots=np.array([stats.slots], dtype=np.int64),
+        running_tasks=np.array([stats.running_tasks], dtype=np.int64),
+        capacity=np.array([stats.capacity.as_tuple()], dtype=np.int64),
+        reserved=np.array([stats.reserved.as_tuple()], dtype=np.int64),
+        measured_usage=np.array([stats.measured_usage.as_tuple()], dtype=np.int64),
+    )
+    return int(packing_costs(request.as_tuple(), columns, np.zeros(1, dtype=np.int64))[0])
 
 
-def safe_batch(stats: ResourceStats, requests: Sequence[Resources]) -> int:
-    """How many tasks a machine may take in one round so that any choice of that many among
-    tasks with `requests` (each fitting it) fits: its free slots, and in every dimension what
-    is free over the largest of those requests."""
-    limit = stats.free_slots
-    free = stats.free.as_tuple()
-    for dimension in range(len(free)):
-        largest = max((request.as_tuple()[dimension] for request in requests), default=0)
-        if largest > 0:
-            limit = min(limit, free[dimension] // largest)
-    return max(limit, 0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    request: Resources
-    waiting: int
-    selectors: tuple[LabelSelector, ...] = ()
-
-    def may_use(self, machine: MachineView, stats: ResourceStats) -> bool:
-        """Whether one such task fits the machine and its labels satisfy the selectors."""
-        return how_many_fit(self.request, stats) > 0 and usable(machine, self.selectors)
+def _dealing_order(request_class: RequestClass) -> tuple[object, ...]:
+    """Core classes first, then larger requests (cpu, then ram), then by name."""
+    name = str(request_class.name)
+    core = name.startswith(f"{REQUEST_CLASS_PREFIX}core|")
+    return (not core, -request_class.request[_CPU], -request_class.request[_RAM], name)
 
 
 class ZoePolicy:
@@ -161,31 +165,59 @@ class ZoePolicy:
     docstring)."""
 
     def __init__(self) -> None:
-        self._shapes: dict[EquivClassId, _Shape] | None = None
-        self._limits: dict[MachineId, int] = {}
+        self._dealing: Dealing | None = None
+        """The round's dealing, made when first needed; `round_started` drops it."""
 
     @hookimpl
     def round_started(self) -> None:
-        self._shapes = None
-        self._limits = {}
+        self._dealing = None
 
-    def _round_shapes(self, cluster: ClusterView) -> dict[EquivClassId, _Shape]:
-        if self._shapes is None:
-            counts: dict[EquivClassId, _Shape] = {}
-            for task in cluster.waiting_tasks.values():
-                key = request_class(component_class(task), task.request, task.selectors)
-                known = counts.get(key)
-                counts[key] = (
-                    _Shape(task.request, 1, tuple(task.selectors))
-                    if known is None
-                    else _Shape(known.request, known.waiting + 1, known.selectors)
-                )
-            self._shapes = counts
-        return self._shapes
+    def _dealt(self, cluster: ClusterView, topology: Topology | None = None) -> Dealing:
+        """The round's dealing, from the batch hooks' machine columns or (asked per item) the
+        cluster view's: the same numbers either way."""
+        if self._dealing is None:
+            machines = topology.machines if topology is not None else machines_of(cluster)
+            found = request_classes(cluster.waiting_tasks.values(), _class_of)
+            self._dealing = Dealing.of(machines, sorted(found.values(), key=_dealing_order))
+        return self._dealing
+
+    def _arcs(
+        self, equiv_class: EquivClassId, cluster: ClusterView, topology: Topology | None = None
+    ) -> tuple[IntArray, IntArray, IntArray] | None:
+        """The machine rows a request class was dealt a share of, their costs and the shares;
+        None for a class that is not one of the round's request classes."""
+        dealing = self._dealt(cluster, topology)
+        dealt, rows, shares = dealing.arcs(equiv_class)
+        if dealt is None:
+            return None
+        return rows, packing_costs(dealt.request, dealing.machines.stats, rows), shares
+
+    @staticmethod
+    def _waiting_base(task: TaskView) -> int:
+        return CORE_WAITING_COST if component_class(task) == "core" else UNSCHEDULED_COST
+
+    # ------------------------------------------------------------------ batch forms
+
+    @hookimpl
+    def task_to_unscheduled_batch(self, tasks: TaskBatch) -> TimedArcs:
+        return TimedArcs([self._waiting_base(task) for task in tasks], per_second=1)
+
+    @hookimpl
+    def task_to_equiv_classes_batch(self, tasks: TaskBatch) -> TaskArcs[EquivClassId]:
+        return TaskArcs.one_each([_class_of(task) for task in tasks], cost=0)
+
+    @hookimpl
+    def equiv_class_to_resources_batch(
+        self, equiv_class: EquivClassId, topology: Topology, cluster: ClusterView
+    ) -> ResourceArcs | None:
+        arcs = self._arcs(equiv_class, cluster, topology)
+        return None if arcs is None else ResourceArcs.to_machines(*arcs)
+
+    # ------------------------------------------------------------------ per item
 
     @hookimpl
     def task_equiv_classes(self, task: TaskView) -> Sequence[EquivClassId]:
-        return (request_class(component_class(task), task.request, task.selectors),)
+        return (_class_of(task),)
 
     @hookimpl
     def task_to_equiv_class(self) -> ArcDescriptor:
@@ -193,61 +225,29 @@ class ZoePolicy:
 
     @hookimpl
     def task_to_unscheduled(self, task: TaskView, cluster: ClusterView) -> ArcDescriptor:
-        base = CORE_WAITING_COST if component_class(task) == "core" else UNSCHEDULED_COST
-        return ArcDescriptor(base + task.unscheduled_time(cluster.now) // _SECOND)
-
-    @hookimpl
-    def equiv_class_to_equiv_class_arcs(
-        self, equiv_class: EquivClassId, cluster: ClusterView
-    ) -> Sequence[EquivClassId] | None:
-        shape = self._round_shapes(cluster).get(equiv_class)
-        if shape is None:
-            return None
-        return [
-            machine_class(machine_id)
-            for machine_id, machine in cluster.machines.items()
-            if shape.may_use(machine, cluster.stats(machine.ref))
-        ]
-
-    @hookimpl
-    def equiv_class_to_equiv_class(
-        self, source: EquivClassId, target: EquivClassId, cluster: ClusterView
-    ) -> ArcDescriptor | None:
-        shape = self._round_shapes(cluster).get(source)
-        machine_id = _machine_of(target)
-        if shape is None or machine_id is None:
-            return None
-        stats = cluster.stats(ResourceRef.machine(machine_id))
         return ArcDescriptor(
-            packing_cost(shape.request, stats), capacity=how_many_fit(shape.request, stats)
+            self._waiting_base(task) + task.unscheduled_time(cluster.now) // 1_000_000
         )
 
     @hookimpl
     def equiv_class_preference_arcs(
         self, equiv_class: EquivClassId, cluster: ClusterView
     ) -> Sequence[ResourceRef] | None:
-        machine_id = _machine_of(equiv_class)
-        if machine_id is not None:
-            return (ResourceRef.machine(machine_id),) if machine_id in cluster.machines else ()
-        if equiv_class in self._round_shapes(cluster):
-            return ()  # a request class reaches machines only through their machine classes
-        return None
+        arcs = self._arcs(equiv_class, cluster)
+        if arcs is None:
+            return None
+        refs = self._dealt(cluster).machines.refs
+        return [refs[row] for row in arcs[0].tolist()]
 
     @hookimpl
     def equiv_class_to_resource(
         self, equiv_class: EquivClassId, resource: ResourceView, cluster: ClusterView
     ) -> ArcDescriptor | None:
-        machine_id = _machine_of(equiv_class)
-        if machine_id is None:
+        arcs = self._arcs(equiv_class, cluster)
+        if arcs is None:
             return None
-        limit = self._limits.get(machine_id)
-        if limit is None:
-            stats = resource.stats
-            machine = cluster.machines[machine_id]
-            fitting = [
-                shape.request
-                for shape in self._round_shapes(cluster).values()
-                if shape.may_use(machine, stats)
-            ]
-            limit = self._limits[machine_id] = safe_batch(stats, fitting)
-        return ArcDescriptor(0, capacity=limit)
+        rows, costs, shares = arcs
+        found = np.flatnonzero(rows == self._dealt(cluster).machines.row_of.get(resource.id, -1))
+        if not len(found):
+            return ArcDescriptor(0, capacity=0)
+        return ArcDescriptor(int(costs[found[0]]), capacity=int(shares[found[0]]))

@@ -169,7 +169,7 @@ def test_waiting_costs_omega_per_second_plus_gamma() -> None:
     harness = PolicyHarness(NomoraPolicy(NomoraSettings(wait_cost_per_second=3)), state)
     state.advance_to(7 * SECOND + SECOND // 2)
     arc = harness.manager.task_to_unscheduled(task=harness.cluster.task(1), cluster=harness.cluster)
-    assert arc.cost == 3 * 7 + 1001
+    assert arc.cost == 22 + 1001  # omega x 7.5 s, the fraction dropped
     sink = harness.manager.unscheduled_to_sink(
         job=harness.cluster.job("j"), incoming_tasks=2, cluster=harness.cluster
     )

@@ -14,9 +14,7 @@ from hypothesis import strategies as st
 from firmament_policies.cpu_mem import (
     OMEGA,
     CpuMemPolicy,
-    batch_limit,
     how_many_fit,
-    machine_class,
     placement_cost,
     request_class,
 )
@@ -32,7 +30,6 @@ from firmament_py.scheduler import Scheduler
 from firmament_py.sdk import (
     ArcDescriptor,
     EquivClassId,
-    ResourceRef,
     ResourceStats,
     load_policy,
 )
@@ -106,26 +103,17 @@ class Hooks(PolicyHarness):
         )
         return equiv_class
 
-    def targets(self, equiv_class: EquivClassId) -> tuple[EquivClassId, ...]:
-        return self.manager.equiv_class_to_equiv_class_arcs(
+    def arcs(self, equiv_class: EquivClassId) -> dict[str, ArcDescriptor]:
+        """A class's arcs to machines, by machine, as the per-item hooks give them."""
+        refs = self.manager.equiv_class_preference_arcs(
             equiv_class=equiv_class, cluster=self.cluster
         )
-
-    def to_machine_class(self, equiv_class: EquivClassId, machine_id: str) -> ArcDescriptor:
-        return self.manager.equiv_class_to_equiv_class(
-            source=equiv_class, target=machine_class(machine_id), cluster=self.cluster
-        )
-
-    def machine_limit(self, machine_id: str) -> ArcDescriptor:
-        refs = self.manager.equiv_class_preference_arcs(
-            equiv_class=machine_class(machine_id), cluster=self.cluster
-        )
-        assert refs == (ResourceRef.machine(machine_id),)
-        return self.manager.equiv_class_to_resource(
-            equiv_class=machine_class(machine_id),
-            resource=self.cluster.resource(refs[0]),
-            cluster=self.cluster,
-        )
+        return {
+            ref.id: self.manager.equiv_class_to_resource(
+                equiv_class=equiv_class, resource=self.cluster.resource(ref), cluster=self.cluster
+            )
+            for ref in refs
+        }
 
 
 # ---------------------------------------------------------------------- hooks
@@ -161,18 +149,15 @@ def test_a_request_class_reaches_only_machines_where_one_task_fits() -> None:
     submit(state, 1, 2000, 2)
     submit(state, 2, 2000, 2, selectors=(ZONE_B,))
     hooks = Hooks(state)
-    assert hooks.targets(hooks.task_class(1)) == (machine_class("big"), machine_class("zone-b"))
-    assert hooks.targets(hooks.task_class(2)) == (machine_class("zone-b"),)
-    # Two such tasks fit on "big" (cpu), each costing a half of its cpu and a quarter of its
-    # ram: least requested (0.5 + 0.25) / 2, balanced allocation |0.5 - 0.25|.
-    assert hooks.to_machine_class(hooks.task_class(1), "big") == ArcDescriptor(625, capacity=2)
-    # Request classes reach machines only through machine classes.
-    assert (
-        hooks.manager.equiv_class_preference_arcs(
-            equiv_class=hooks.task_class(1), cluster=hooks.cluster
-        )
-        == ()
-    )
+    assert list(hooks.arcs(hooks.task_class(1))) == ["big", "zone-b"]
+    assert list(hooks.arcs(hooks.task_class(2))) == ["zone-b"]
+    # One task waits in each class, so each is dealt one slot where it fits; on "big" it
+    # costs a half of its cpu and a quarter of its ram: least requested (0.5 + 0.25) / 2,
+    # balanced allocation |0.5 - 0.25|.
+    assert hooks.arcs(hooks.task_class(1))["big"] == ArcDescriptor(625, capacity=1)
+    # Both classes may use "zone-b", and both fit there together: each is dealt one.
+    assert hooks.arcs(hooks.task_class(1))["zone-b"].capacity == 1
+    assert hooks.arcs(hooks.task_class(2))["zone-b"].capacity == 1
 
 
 def test_emptier_and_better_balanced_machines_are_cheaper() -> None:
@@ -198,7 +183,7 @@ def test_how_many_fit_counts_slots_and_every_dimension() -> None:
     assert how_many_fit(resources(5000, 1), stats) == 0
 
 
-def test_a_machine_takes_only_as_many_tasks_as_the_largest_waiting_requests_fit() -> None:
+def test_a_machine_is_dealt_out_among_the_requests_so_that_their_shares_fit_together() -> None:
     state = ClusterState()
     add_machine(state, "m", 4000, 8, slots=8)
     add_machine(state, "tiny", 600, 8, slots=8)
@@ -206,56 +191,13 @@ def test_a_machine_takes_only_as_many_tasks_as_the_largest_waiting_requests_fit(
     for task_id in range(2, 7):
         submit(state, task_id, 500, 1)
     hooks = Hooks(state)
-    # The request classes' capacities alone would let 1 + 5 tasks in: 5500m on 4000m.
-    assert hooks.to_machine_class(hooks.task_class(1), "m").capacity == 1
-    assert hooks.to_machine_class(hooks.task_class(2), "m").capacity == 8
-    # The three largest requests (3000 + 500 + 500) fit; any three tasks do.
-    assert hooks.machine_limit("m") == ArcDescriptor(0, capacity=3)
+    # Alone, each request would be let in as often as it fits: 1 + 5 tasks, 5500m on 4000m.
+    # Dealt one task each in turn, largest first: 3000 + 500, then 500 more; then nothing
+    # fits. The shares fit together, and the machine is full.
+    large, small = hooks.arcs(hooks.task_class(1)), hooks.arcs(hooks.task_class(2))
+    assert large["m"].capacity == 1 and small["m"].capacity == 2
     # Only the small request fits "tiny", once.
-    assert hooks.targets(hooks.task_class(1)) == (machine_class("m"),)
-    assert hooks.machine_limit("tiny") == ArcDescriptor(0, capacity=1)
-
-
-def test_batch_limit_examples() -> None:
-    free = resources(4000, 8)
-    assert batch_limit(8, free, []) == 0
-    assert batch_limit(8, free, [(resources(1000, 1), 10)]) == 4
-    assert batch_limit(2, free, [(resources(1000, 1), 10)]) == 2
-    assert batch_limit(8, free, [(Resources(), 3)]) == 3
-    assert batch_limit(8, free, [(resources(4000, 1), 1), (resources(100, 1), 40)]) == 1
-    assert batch_limit(8, free, [(resources(2000, 1), 1), (resources(100, 7), 40)]) == 1
-
-
-@st.composite
-def waiting_requests(draw: st.DrawFn) -> tuple[Resources, list[tuple[Resources, int]]]:
-    """Free resources and waiting (request, count) pairs, each request fitting them."""
-    free = resources(draw(st.integers(0, 8000)), draw(st.integers(0, 16)))
-    request = st.builds(
-        Resources,
-        cpu_millicores=st.integers(0, free.cpu_millicores),
-        ram_bytes=st.integers(0, free.ram_bytes),
-    )
-    pairs = draw(st.lists(st.tuples(request, st.integers(1, 6)), max_size=5))
-    return free, pairs
-
-
-@settings(max_examples=150, deadline=None)
-@given(case=waiting_requests(), slots=st.integers(0, 12))
-def test_batch_limit_is_safe_and_as_large_as_safety_allows(
-    case: tuple[Resources, list[tuple[Resources, int]]], slots: int
-) -> None:
-    free, waiting = case
-    limit = batch_limit(slots, free, waiting)
-    tasks = [request for request, count in waiting for _ in range(count)]
-    assert 0 <= limit <= min(slots, len(tasks))
-    if tasks and slots:
-        assert limit >= 1  # each request fits alone
-    exceeded = False
-    for dimension, budget in enumerate(free.as_tuple()):
-        largest = sorted((r.as_tuple()[dimension] for r in tasks), reverse=True)
-        assert sum(largest[:limit]) <= budget  # whichever `limit` tasks go, they fit
-        exceeded |= sum(largest[: limit + 1]) > budget
-    assert exceeded or limit == min(slots, len(tasks))
+    assert "tiny" not in large and small["tiny"].capacity == 1
 
 
 def test_the_entry_point_is_this_policy() -> None:
@@ -263,10 +205,10 @@ def test_the_entry_point_is_this_policy() -> None:
     assert manager.implemented_hooks == {
         "round_started",
         "task_equiv_classes",
-        "equiv_class_to_equiv_class_arcs",
-        "equiv_class_to_equiv_class",
         "equiv_class_preference_arcs",
         "equiv_class_to_resource",
+        "task_to_equiv_classes_batch",
+        "equiv_class_to_resources_batch",
     }
 
 
@@ -314,7 +256,8 @@ def test_mixed_requests_in_one_round_never_overcommit(schedulers: list[Scheduler
     scheduler = Scheduler(policy=CpuMemPolicy(), state=state)
     schedulers.append(scheduler)
     first = scheduler.run_round()
-    assert len(first.deltas) == 2 and not first.refused  # any two of them fit, three may not
+    # Dealt largest first: one 2000m task and two 1000m ones fill the machine in one round.
+    assert len(first.deltas) == 3 and not first.refused
     rounds = scheduler.run_until_quiet(max_rounds=10)
     assert not any(result.refused for result in rounds)
     assert scheduler.state.machines["m"].reserved.cpu_millicores == 4000

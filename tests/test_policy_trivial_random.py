@@ -97,7 +97,7 @@ def scheduler_factory() -> Iterator[list[Scheduler]]:
 
 def test_trivial_has_firmaments_costs() -> None:
     harness = Harness(load_policy("trivial"), small_cluster())
-    assert harness.manager.implemented_hooks == {"task_to_unscheduled"}
+    assert harness.manager.implemented_hooks == {"task_to_unscheduled", "task_to_unscheduled_batch"}
     assert harness.waiting_cost(1) == ArcDescriptor(TRIVIAL_UNSCHEDULED_COST) == ArcDescriptor(5)
     assert harness.manager.task_equiv_classes(
         task=harness.cluster.task(1), cluster=harness.cluster
@@ -169,6 +169,9 @@ def test_random_is_the_entry_point_with_seed_zero() -> None:
         "task_to_unscheduled",
         "task_to_equiv_class",
         "equiv_class_to_resource",
+        "task_to_unscheduled_batch",
+        "task_to_equiv_classes_batch",
+        "equiv_class_to_resources_batch",
     }
 
 

@@ -16,9 +16,7 @@ from firmament_policies.zoe import (
     CLASS_LABEL,
     CORE_WAITING_COST,
     ZoePolicy,
-    machine_class,
     request_class,
-    safe_batch,
 )
 from firmament_py.model import (
     ClusterState,
@@ -30,8 +28,14 @@ from firmament_py.model import (
     matches,
 )
 from firmament_py.scheduler import Scheduler
-from firmament_py.sdk import UNSCHEDULED_COST, ResourceRef, ResourceStats
+from firmament_py.sdk import (
+    UNSCHEDULED_COST,
+    ArcDescriptor,
+    EquivClassId,
+    PolicyManager,
+)
 from firmament_py.sdk.testing import PolicyHarness
+from firmament_py.sdk.types import ClusterView
 from firmament_py.zoe.application import Application, Component, ComponentClass
 from firmament_py.zoe.capacity import GIB, ClusterCapacity, Demand
 from firmament_py.zoe.cli import zoe
@@ -53,6 +57,18 @@ def make(name: str, cores: int, elastic: int, work: float, *, size: Demand = UNI
     return Application(name, 0.0, work, components)
 
 
+def class_arcs(
+    manager: PolicyManager, cluster: ClusterView, equiv_class: EquivClassId
+) -> dict[str, ArcDescriptor]:
+    """A request class's arcs to machines, by machine, as the per-item hooks give them."""
+    return {
+        ref.id: manager.equiv_class_to_resource(
+            equiv_class=equiv_class, resource=cluster.resource(ref), cluster=cluster
+        )
+        for ref in manager.equiv_class_preference_arcs(equiv_class=equiv_class, cluster=cluster)
+    }
+
+
 def test_the_policy_routes_by_request_and_class_and_prices_waiting() -> None:
     state = ClusterState()
     state.apply(MachineAdded(time=0, machine_id="big", capacity=request(8000, 8), slots=100))
@@ -64,29 +80,17 @@ def test_the_policy_routes_by_request_and_class_and_prices_waiting() -> None:
     manager, cluster = harness.manager, harness.cluster
     core_class = request_class("core", request(4000, 1))
     assert manager.task_equiv_classes(task=cluster.task(1), cluster=cluster) == (core_class,)
-    # A 4-core component fits only the big machine, with room for two there.
-    targets = manager.equiv_class_to_equiv_class_arcs(equiv_class=core_class, cluster=cluster)
-    assert targets == (machine_class("big"),)
-    arc = manager.equiv_class_to_equiv_class(
-        source=core_class, target=machine_class("big"), cluster=cluster
-    )
-    assert arc.capacity == 2
+    # A 4-core component fits only the big machine; the one waiting is dealt a slot there
+    # first (core before elastic), and the elastic one gets room on both machines.
+    # Its cost: what stays free there, half the cpu and 7/8 of the ram: 1000 x (0.5 + 0.875) / 2.
+    assert class_arcs(manager, cluster, core_class) == {"big": ArcDescriptor(688, capacity=1)}
+    elastic = class_arcs(manager, cluster, request_class("elastic", request(1000, 1)))
+    assert {m: arc.capacity for m, arc in elastic.items()} == {"big": 1, "small": 1}
+    # Best fit: the small machine would be left fuller, so it is the cheaper.
+    assert elastic["small"].cost < elastic["big"].cost
     # Core components wait at a far higher price than elastic ones.
     waiting = [manager.task_to_unscheduled(task=cluster.task(t), cluster=cluster) for t in (1, 2)]
     assert [w.cost for w in waiting] == [CORE_WAITING_COST, UNSCHEDULED_COST]
-    # The machine class lets through only what fits whichever waiting tasks go there.
-    limit = manager.equiv_class_to_resource(
-        equiv_class=machine_class("big"),
-        resource=cluster.resource(ResourceRef.machine("big")),
-        cluster=cluster,
-    )
-    assert limit.capacity == 2  # two of the largest (4 cores) fit in 8
-
-
-def test_safe_batch_takes_the_largest_request_per_dimension() -> None:
-    stats = ResourceStats(machines=1, slots=10, capacity=request(8000, 8))
-    assert safe_batch(stats, [request(1000, 4), request(3000, 1)]) == 2  # 8/3 cores, 8/4 GiB
-    assert safe_batch(stats, []) == 10
 
 
 def test_figure_1_through_the_flow_scheduler() -> None:
@@ -209,21 +213,16 @@ def test_tasks_with_selectors_get_classes_reaching_only_matching_machines() -> N
     assert plain_class != gpu_class
     assert manager.task_equiv_classes(task=cluster.task(1), cluster=cluster) == (plain_class,)
     assert manager.task_equiv_classes(task=cluster.task(2), cluster=cluster) == (gpu_class,)
-    assert set(
-        manager.equiv_class_to_equiv_class_arcs(equiv_class=plain_class, cluster=cluster)
-    ) == {machine_class("plain"), machine_class("gpu")}
-    assert manager.equiv_class_to_equiv_class_arcs(equiv_class=gpu_class, cluster=cluster) == (
-        machine_class("gpu"),
-    )
-    limits = {
-        machine_id: manager.equiv_class_to_resource(
-            equiv_class=machine_class(machine_id),
-            resource=cluster.resource(ResourceRef.machine(machine_id)),
-            cluster=cluster,
-        ).capacity
-        for machine_id in ("plain", "gpu")
+    shares = {
+        equiv_class: {
+            m: arc.capacity for m, arc in class_arcs(manager, cluster, equiv_class).items()
+        }
+        for equiv_class in (plain_class, gpu_class)
     }
-    assert limits == {"plain": 2, "gpu": 8}  # 8 cores over 4, and over 1
+    assert shares == {plain_class: {"plain": 1, "gpu": 1}, gpu_class: {"gpu": 1}}
+    # The SSD request is dealt only the machine with an SSD.
+    ssd_class = request_class("elastic", request(4000, 1), (LabelSelector.equals("disk", "ssd"),))
+    assert list(class_arcs(manager, cluster, ssd_class)) == ["plain"]
 
 
 @settings(max_examples=25, deadline=None)
