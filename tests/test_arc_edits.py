@@ -63,7 +63,11 @@ def test_arcs_are_keyed_by_target_and_type() -> None:
 
 arcs_strategy = st.lists(
     st.tuples(
-        st.integers(1, 5), st.integers(1, 6), st.integers(0, 3), st.integers(0, 9), st.integers(-9, 9)
+        st.integers(1, 5),
+        st.integers(1, 6),
+        st.integers(0, 3),
+        st.integers(0, 9),
+        st.integers(-9, 9),
     ),
     max_size=25,
 )

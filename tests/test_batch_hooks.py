@@ -276,7 +276,10 @@ class BadRow:
     ("hook", "message"),
     [
         ("capacity", r"task_to_unscheduled_batch for task 3 returned capacity 0"),
-        ("cost", r"task_to_unscheduled_batch\(tasks=TaskBatch.*row \d \(task 3\): cost \d+ exceeds"),
+        (
+            "cost",
+            r"task_to_unscheduled_batch\(tasks=TaskBatch.*row \d \(task 3\): cost \d+ exceeds",
+        ),
         ("target", r"\(task 3\): arc \d: target 1.5 is not an equivalence class"),
         ("duplicate", r"\(task 3\): arc \d: a second arc to 'cluster-aggregator'"),
         ("min_flow", r"the arcs out of task 3 ask for min_flow 2 in total"),
@@ -313,7 +316,11 @@ def test_an_answer_of_the_wrong_shape_leaves_out_every_task_it_is_about(
     for task_id in range(3):
         scheduler.handle(submit(task_id))
     result = scheduler.run_round(0)
-    assert sorted(int(str(e).split("task ")[-1].split()[0]) for e in result.task_errors) == [0, 1, 2]
+    assert sorted(int(str(e).split("task ")[-1].split()[0]) for e in result.task_errors) == [
+        0,
+        1,
+        2,
+    ]
     assert all("cost has 4 values for 3 rows" in str(e) for e in result.task_errors)
     assert not result.deltas
 
@@ -427,7 +434,13 @@ def test_timed_costs_follow_their_clocks(schedulers: list[Scheduler]) -> None:
 def test_timed_cost_drops_the_fraction_towards_zero_and_stays_within_the_limits() -> None:
     from firmament_py.sdk.columns import timed_cost, timed_costs
 
-    cases = [(5, 3, 1_500_000), (5, -3, 1_500_000), (0, 7, 0), (MAX_COST, 1, 10**7), (-MAX_COST, -5, 10**13)]
+    cases = [
+        (5, 3, 1_500_000),
+        (5, -3, 1_500_000),
+        (0, 7, 0),
+        (MAX_COST, 1, 10**7),
+        (-MAX_COST, -5, 10**13),
+    ]
     expected = [5 + 4, 5 - 4, 0, MAX_COST, -MAX_COST]
     assert [timed_cost(*case) for case in cases] == expected
     base, rate, elapsed = (np.array(column, dtype=np.int64) for column in zip(*cases, strict=True))

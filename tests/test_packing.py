@@ -40,7 +40,13 @@ def dealt_one_by_one(
 machines_and_classes = st.integers(1, 4).flatmap(
     lambda dims: st.tuples(
         st.lists(st.tuples(*[st.integers(0, 6)] * dims), min_size=0, max_size=5),
-        st.lists(st.tuples(st.lists(st.integers(0, 30), min_size=dims, max_size=dims), st.integers(0, 15)), min_size=1, max_size=4),
+        st.lists(
+            st.tuples(
+                st.lists(st.integers(0, 30), min_size=dims, max_size=dims), st.integers(0, 15)
+            ),
+            min_size=1,
+            max_size=4,
+        ),
         st.data(),
     )
 )
@@ -64,7 +70,9 @@ def test_deal_room_is_the_dealing_one_task_at_a_time(case: tuple) -> None:  # ty
     )
     for m, (room, slots) in enumerate(machines):
         mine = [k for k in range(len(requests)) if allowed[m, k]]
-        expected = dealt_one_by_one([requests[k] for k in mine], [demands[k] for k in mine], room, slots)
+        expected = dealt_one_by_one(
+            [requests[k] for k in mine], [demands[k] for k in mine], room, slots
+        )
         assert [int(shares[m, k]) for k in mine] == expected
         assert all(shares[m, k] == 0 for k in range(len(requests)) if not allowed[m, k])
         # Never more than the machine has, never more than a class waits for.
@@ -77,8 +85,15 @@ def test_request_classes_count_the_waiting_tasks_of_each_name() -> None:
     state = ClusterState()
     small, big = Resources(cpu_millicores=100), Resources(cpu_millicores=900)
     zone = (LabelSelector.equals("zone", "a"),)
-    for task_id, request, selectors in ((1, small, ()), (2, big, ()), (3, small, ()), (4, small, zone)):
-        state.apply(TaskSubmitted(time=0, task_id=task_id, job_id="j", request=request, selectors=selectors))
+    for task_id, request, selectors in (
+        (1, small, ()),
+        (2, big, ()),
+        (3, small, ()),
+        (4, small, zone),
+    ):
+        state.apply(
+            TaskSubmitted(time=0, task_id=task_id, job_id="j", request=request, selectors=selectors)
+        )
     tasks = [TaskView(task) for task in state.tasks.values()]
     found = request_classes(tasks, lambda t: f"{t.request.cpu_millicores}|{len(t.selectors)}")
     assert [(c.name, c.waiting, c.selectors) for c in found.values()] == [

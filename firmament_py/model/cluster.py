@@ -83,6 +83,7 @@ class ClusterState:
         self._peer_latency: dict[MachineId, dict[MachineId, float]] = {}
         self._latency_version = 0
         self._slots = 0  # all machines' slots together (see CLUSTER_SLOTS_LIMIT)
+        self._running = 0  # tasks running, on all machines together
         # When each machine's slots, running tasks, resources, labels or membership last
         # changed, on a count of such changes, least recent first (`machines_touched_since`).
         self._machine_clock = 0
@@ -95,6 +96,8 @@ class ClusterState:
         self.__dict__.update(state)
         if "_slots" not in state:  # pickled before the total was kept
             self._slots = sum(machine.slots for machine in self._machines.values())
+        if "_running" not in state:  # likewise
+            self._running = sum(len(m.running_task_ids) for m in self._machines.values())
         if "_machine_touches" not in state:  # likewise (a new reader reads every machine)
             self._machine_clock = 0
             self._machine_touches = {}
@@ -170,6 +173,11 @@ class ClusterState:
         """A count that grows whenever some pair's latency changes (a new sample that changes
         its worst case, or a machine leaving with its samples): equal counts, equal latencies."""
         return self._latency_version
+
+    @property
+    def running_task_count(self) -> int:
+        """How many tasks run, on all machines together."""
+        return self._running
 
     @property
     def machine_clock(self) -> int:
@@ -627,7 +635,10 @@ class ClusterState:
             return f"machine {machine.machine_id!r} has no free slot (all {machine.slots} taken)"
         # A slot-only request fits anywhere (`reserved` fits `capacity`), and most tasks
         # have one: skip the vector arithmetic for it, here and in `_attach` / `_detach`.
-        if task.request is not NO_RESOURCES and not task.request.fits_within(machine.free):
+        request = task.request
+        if request is not NO_RESOURCES and not request.fits_beside(
+            machine.reserved, machine.capacity
+        ):
             return (
                 f"task {task.task_id} requests more than machine {machine.machine_id!r} has "
                 f"free ({task.request.describe_excess(machine.free)})"
@@ -644,6 +655,7 @@ class ClusterState:
         self._touch_machine(machine.machine_id)
         task.machine_id = machine.machine_id
         machine.running_task_ids[task.task_id] = None
+        self._running += 1
         if task.request is not NO_RESOURCES:
             machine.reserved = machine.reserved + task.request
 
@@ -653,6 +665,7 @@ class ClusterState:
         machine = self._machines[task.machine_id]
         self._touch_machine(machine.machine_id)
         del machine.running_task_ids[task.task_id]
+        self._running -= 1
         if task.request is not NO_RESOURCES:
             machine.reserved = machine.reserved - task.request
         task.machine_id = None
@@ -740,6 +753,9 @@ class ClusterState:
         slots = sum(machine.slots for machine in self._machines.values())
         if self._slots != slots:
             problems.append(f"the cluster's slots are counted as {self._slots}, not {slots}")
+        running = sum(len(machine.running_task_ids) for machine in self._machines.values())
+        if self._running != running:
+            problems.append(f"the running tasks are counted as {self._running}, not {running}")
         for rack in self._racks.values():
             pod = self._pods.get(rack.pod_id)
             if pod is None or rack.rack_id not in pod.rack_ids:

@@ -90,6 +90,17 @@ class Resources:
             and self.net_tx_bytes_per_s <= available.net_tx_bytes_per_s
         )
 
+    def fits_beside(self, reserved: Resources, capacity: Resources) -> bool:
+        """True if this vector fits in `capacity` next to `reserved`: `reserved + self` within
+        `capacity` in every dimension (what placing a task asks, without making the sum)."""
+        return (
+            self.cpu_millicores + reserved.cpu_millicores <= capacity.cpu_millicores
+            and self.ram_bytes + reserved.ram_bytes <= capacity.ram_bytes
+            and self.disk_bytes + reserved.disk_bytes <= capacity.disk_bytes
+            and self.net_rx_bytes_per_s + reserved.net_rx_bytes_per_s <= capacity.net_rx_bytes_per_s
+            and self.net_tx_bytes_per_s + reserved.net_tx_bytes_per_s <= capacity.net_tx_bytes_per_s
+        )
+
     def exceeded_dimensions(self, available: Resources) -> tuple[str, ...]:
         """The names of the dimensions in which this vector exceeds `available` (for errors)."""
         return tuple(

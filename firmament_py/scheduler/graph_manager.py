@@ -124,7 +124,7 @@ class FlowGraphManager:
             job=self._job,
             equiv_class=self._class,
             resource=self.resources.node,
-            machine=self.machine_node_of,
+            machine=self.resources.node_of_machine.__getitem__,
         )
 
     # ------------------------------------------------------------------ reading

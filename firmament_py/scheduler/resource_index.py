@@ -85,7 +85,10 @@ class ResourceIndex:
         self._machine_rack = np.zeros(0, dtype=np.int64)
         self._labels: list[Labels] = []
         self._model = machine_columns([])
-        self._vectors: list[tuple[Resources | None, ...]] = []
+        # The model's objects each column was last read from (immutable: `is` tells a change).
+        self._capacities: list[Resources | None] = []
+        self._reserved: list[Resources | None] = []
+        self._usages: list[Resources | None] = []
         # Racks and pods: ids, nodes, parent rows.
         self.rack_ids: list[str] = []
         self.rack_nodes = np.zeros(0, dtype=np.int64)
@@ -94,6 +97,7 @@ class ResourceIndex:
         self.pod_nodes = np.zeros(0, dtype=np.int64)
         self._node_of: dict[ResourceRef, int] = {}
         self.node_machine: dict[int, MachineId] = {}
+        self.node_of_machine: dict[MachineId, int] = {}
         self._machine_refs: list[ResourceRef] = []
         self._rack_refs: list[ResourceRef] = []
         self._pod_refs: list[ResourceRef] = []
@@ -149,31 +153,36 @@ class ResourceIndex:
 
     def _read(self, rows: list[int], machines: list[Machine]) -> bool:
         """Copy what the model holds about `machines` into `rows`; True if labels changed.
-        Resource vectors are immutable values, so one still the same object is unchanged."""
-        model, vectors, labels = self._model, self._vectors, self._labels
+        Resource vectors and labels are immutable values: one still the same object has not
+        changed, and most machines a round touches changed only their tasks."""
+        model = self._model
         index = np.array(rows, dtype=np.int64)
         model.slots[index] = [machine.slots for machine in machines]
         model.running_tasks[index] = [len(machine.running_task_ids) for machine in machines]
-        changed: tuple[list[int], list[int], list[int]] = ([], [], [])
-        values: tuple[list[Resources], list[Resources], list[Resources]] = ([], [], [])
-        labels_changed = False
-        for row, machine in zip(rows, machines, strict=True):
-            now = (machine.capacity, machine.reserved, machine.measured_usage)
-            before = vectors[row]
-            for which in (0, 1, 2):
-                if now[which] is not before[which]:
-                    changed[which].append(row)
-                    values[which].append(now[which] or NO_RESOURCES)
-            vectors[row] = now
-            if machine.labels is not labels[row]:
-                labels[row] = machine.labels
-                labels_changed = True
-        for which, matrix in enumerate((model.capacity, model.reserved, model.measured_usage)):
-            if changed[which]:
-                matrix[changed[which]] = [vector.as_tuple() for vector in values[which]]
-        if labels_changed:
+        for column, matrix, attribute in (
+            (self._capacities, model.capacity, "capacity"),
+            (self._reserved, model.reserved, "reserved"),
+            (self._usages, model.measured_usage, "measured_usage"),
+        ):
+            now = [getattr(machine, attribute) for machine in machines]
+            changed = [
+                p for p, (row, v) in enumerate(zip(rows, now, strict=True)) if v is not column[row]
+            ]
+            if changed:
+                matrix[index[changed]] = [(now[p] or NO_RESOURCES).as_tuple() for p in changed]
+                for p in changed:
+                    column[rows[p]] = now[p]
+        labels = self._labels
+        moved = [
+            row
+            for row, machine in zip(rows, machines, strict=True)
+            if machine.labels is not labels[row]
+        ]
+        for row in moved:
+            labels[row] = self._machines[row].labels
+        if moved:
             self._matching = {}
-        return labels_changed
+        return bool(moved)
 
     def _rebuild(self) -> ResourceSync:
         """Make every table again from the model, keeping the nodes and role arcs of the
@@ -233,6 +242,8 @@ class ResourceIndex:
         self.rack_nodes = np.array([old_nodes[ref] for ref in self._rack_refs], np.int64)
         self.machine_nodes = np.array([old_nodes[ref] for ref in self._machine_refs], np.int64)
         self.node_machine = dict(zip(self.machine_nodes.tolist(), self.machine_ids, strict=True))
+        self.node_of_machine.clear()  # in place: callers hold its `__getitem__`
+        self.node_of_machine.update(zip(self.machine_ids, self.machine_nodes.tolist(), strict=True))
         joined_ids = {machine.machine_id for machine in joined}
         self._machine_in = np.array(
             [-1 if m in joined_ids else old_roles["machine"].get(m, -1) for m in self.machine_ids],
@@ -244,9 +255,9 @@ class ResourceIndex:
         )
         self._rack_in = np.array([old_roles["rack"].get(r, -1) for r in self.rack_ids], np.int64)
         self._labels = [machine.labels for machine in machines]
-        self._vectors = [
-            (machine.capacity, machine.reserved, machine.measured_usage) for machine in machines
-        ]
+        self._capacities = [machine.capacity for machine in machines]
+        self._reserved = [machine.reserved for machine in machines]
+        self._usages = [machine.measured_usage for machine in machines]
         self._model = machine_columns(machines)
         self._matching = {}
         self._priced = None

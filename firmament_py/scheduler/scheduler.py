@@ -315,7 +315,7 @@ class Scheduler:
             graph_arcs=self.graph_manager.graph.num_arcs,
             graph_changes=pending.graph_changes,
             waiting_tasks=len(self.state.waiting_task_ids),
-            running_tasks=sum(len(m.running_task_ids) for m in self.state.machines.values()),
+            running_tasks=self.state.running_task_count,
             timings=timings,
         )
 

@@ -130,11 +130,11 @@ class TaskIndex:
         # and whether its answers may change with the topology.
         self.placed_on = np.zeros(64, dtype=np.int64)
         self.depends_on_topology = np.zeros(64, dtype=np.bool_)
+        self.is_task = np.zeros(64, dtype=np.bool_)
         self.to_wait = _RoleArcs()  # to U(job): waiting, or preemption
         self.to_stay = _RoleArcs()  # continuation, to the machine
         # Roles whose last answers hold for one round: asked again each round.
         self.round_only: set[Role] = set()
-        self._nodes: IntArray | None = None  # `nodes()`, until a task joins or leaves
 
     def _room(self, bound: int) -> None:
         if bound > len(self.placed_on):
@@ -143,15 +143,15 @@ class TaskIndex:
             placed_on[: len(self.placed_on)] = self.placed_on
             depends = np.zeros(grown, dtype=np.bool_)
             depends[: len(self.depends_on_topology)] = self.depends_on_topology
-            self.placed_on, self.depends_on_topology = placed_on, depends
+            is_task = np.zeros(grown, dtype=np.bool_)
+            is_task[: len(self.is_task)] = self.is_task
+            self.placed_on, self.depends_on_topology, self.is_task = placed_on, depends, is_task
         self.to_wait.room(bound)
         self.to_stay.room(bound)
 
     def nodes(self) -> IntArray:
-        """Every task node, in the order the tasks joined the graph."""
-        if self._nodes is None:
-            self._nodes = np.fromiter(self.task_of, dtype=np.int64, count=len(self.task_of))
-        return self._nodes
+        """Every task node, in node id order."""
+        return np.flatnonzero(self.is_task[: self.graph.node_id_bound])
 
     def topology_dependent(self) -> list[TaskId]:
         """The tasks in the graph whose answers may change when the topology does."""
@@ -175,8 +175,8 @@ class TaskIndex:
             removed.append(task_id)
             nodes.append(node)
         if nodes:
-            self._nodes = None
             array = np.array(nodes, dtype=np.int64)
+            self.is_task[array] = False
             self.to_wait.clear(array)
             self.to_stay.clear(array)
             self.depends_on_topology[array] = False
@@ -275,15 +275,16 @@ class TaskIndex:
         def part(role: Role, rows: IntArray, kind: int, target: Callable[[Task], int]) -> _Part:
             chosen = [tasks[row] for row in rows.tolist()]
             answer = ask_timed(policy, cluster, role, chosen)
-            nodes = np.array([target(task) for task in chosen], dtype=np.int64)
+            nodes = np.fromiter(map(target, chosen), dtype=np.int64, count=len(chosen))
             return _Part(role, answer, rows, kind, nodes)
 
+        job_node, machine_node = targets.job, targets.machine
+
         def job(task: Task) -> int:
-            return targets.job(task.job_id)
+            return job_node(task.job_id)
 
         def machine(task: Task) -> int:
-            assert task.machine_id is not None
-            return targets.machine(task.machine_id)
+            return machine_node(task.machine_id)  # type: ignore[arg-type]  # it runs
 
         parts = [
             part(Role.WAITING, waiting, _UNSCHEDULED, job),
@@ -296,16 +297,10 @@ class TaskIndex:
     def _nodes_for(self, tasks: Sequence[Task], ok: np.ndarray) -> tuple[IntArray, list[int]]:
         """Each task's node (0 for those left out): its own, or one made now for the tasks
         without one (their rows are returned)."""
-        task_nodes = np.zeros(len(tasks), dtype=np.int64)
-        fresh: list[int] = []
-        node_of = self.node_of
-        for row, task in enumerate(tasks):
-            if ok[row]:
-                node = node_of.get(task.task_id)
-                if node is None:
-                    fresh.append(row)
-                else:
-                    task_nodes[row] = node
+        get = self.node_of.get
+        known = [get(task.task_id, 0) for task in tasks]
+        task_nodes = np.array(known, dtype=np.int64) * ok
+        fresh = np.flatnonzero((task_nodes == 0) & ok).tolist()
         if fresh:
             task_nodes[fresh] = self.graph.trusted_add_nodes(
                 np.ones(len(fresh), dtype=np.int64),
@@ -355,20 +350,21 @@ class TaskIndex:
         self.depends_on_topology[nodes] = depends[built]
         new_tasks = [tasks[row] for row in fresh]
         if new_tasks:
-            self._nodes = None
             ids = [task.task_id for task in new_tasks]
-            made = task_nodes[fresh].tolist()
-            self.node_of.update(zip(ids, made, strict=True))
-            self.task_of.update(zip(made, ids, strict=True))
+            made = task_nodes[fresh]
+            self.node_of.update(zip(ids, made.tolist(), strict=True))
+            self.task_of.update(zip(made.tolist(), ids, strict=True))
+            self.is_task[made] = True
         waiting, running = self.waiting, self.running
         for row in built.tolist():
             task = tasks[row]
-            if task.machine_id is None:
+            machine_id = task.machine_id
+            if machine_id is None:
                 running.pop(task.task_id, None)
                 waiting[task.task_id] = None
             else:
                 waiting.pop(task.task_id, None)
-                running[task.task_id] = task.machine_id
+                running[task.task_id] = machine_id
         return new_tasks
 
     # ------------------------------------------------------------------ every round

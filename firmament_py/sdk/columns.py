@@ -225,13 +225,40 @@ class TaskBatch(Sequence[TaskView]):
         return elapsed(frozen, since, now)
 
     def clock_origins(self, clock: Clock) -> tuple[IntArray, IntArray]:
-        """`(frozen, since)` of `clock` for every row (see `clock_origin`)."""
+        """`(frozen, since)` of `clock` for every row (`clock_origin` of each task)."""
         cached = self._origins.get(clock)
         if cached is None:
-            pairs = [clock_origin(task, clock) for task in self._tasks]
-            frozen = np.fromiter((p[0] for p in pairs), np.int64, len(pairs))
-            since = np.fromiter((p[1] for p in pairs), np.int64, len(pairs))
-            cached = self._origins[clock] = (frozen, since)
+            tasks, count = self._tasks, len(self._tasks)
+            runnable, running = TaskState.RUNNABLE, TaskState.RUNNING
+            waiting_since = np.fromiter(
+                (
+                    NEVER
+                    if t.state is not runnable or t.runnable_since is None
+                    else t.runnable_since
+                    for t in tasks
+                ),
+                np.int64,
+                count,
+            )
+            running_since = np.fromiter(
+                (
+                    NEVER if t.state is not running or t.start_time is None else t.start_time
+                    for t in tasks
+                ),
+                np.int64,
+                count,
+            )
+            waited = np.fromiter((t.total_unscheduled_time for t in tasks), np.int64, count)
+            ran = np.fromiter((t.total_run_time for t in tasks), np.int64, count)
+            if clock is Clock.WAITED:
+                cached = (waited, waiting_since)
+            elif clock is Clock.RAN:
+                cached = (ran, running_since)
+            elif clock is Clock.THIS_RUN:
+                cached = (np.zeros(count, dtype=np.int64), running_since)
+            else:
+                cached = (waited + ran, np.minimum(waiting_since, running_since))
+            self._origins[clock] = cached
         return cached
 
     @cached_property
