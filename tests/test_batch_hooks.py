@@ -502,3 +502,45 @@ def test_the_cluster_view_serves_the_batch_statistics_to_per_item_hooks(
     scheduler.handle(submit(0))
     scheduler.run_round(0)
     assert policy.seen == {"m0": 2, "m1": 2}
+
+
+class Evicting:
+    """Staying on m0 is not allowed (continuation capacity 0), with preemption or not, and the
+    cluster aggregator reaches every machine but m0: a drained machine."""
+
+    def __init__(self, preemption: bool) -> None:
+        self.preemption = preemption
+
+    @hookimpl
+    def preemption_enabled(self) -> bool:
+        return self.preemption
+
+    @hookimpl
+    def task_continuation_batch(self, tasks: TaskBatch) -> TimedArcs:
+        on_m0 = np.array([machine == "m0" for machine in tasks.machine_ids], dtype=np.int64)
+        return TimedArcs(0, capacity=1 - on_m0, min_flow=0)
+
+    @hookimpl
+    def equiv_class_to_resources_batch(self, topology: Topology) -> ResourceArcs:
+        machines = topology.machines
+        rows = np.array([row for row, m in enumerate(machines.ids) if m != "m0"], np.int64)
+        return ResourceArcs.to_machines(rows, 0, machines.stats.slots[rows])
+
+
+def test_a_continuation_of_capacity_0_drains_a_machine_with_preemption_only(
+    schedulers: list[Scheduler],
+) -> None:
+    with_preemption = scheduler_for(Evicting(True), schedulers, machines=0)
+    without = scheduler_for(Evicting(False), schedulers, machines=0)
+    for scheduler in (with_preemption, without):
+        scheduler.handle(machine("m0", slots=1))
+        scheduler.handle(submit(0))
+        scheduler.state.place(0, "m0", time=0)  # as if placed before the drain
+        scheduler.graph_manager.mark_changed([0])
+        scheduler.handle(machine("m1", slots=1, time=SECOND))
+    moved = with_preemption.run_round(SECOND)
+    assert [(d.task, d.to_machine) for d in moved.deltas] == [(0, "m1")] and not moved.task_errors
+    refused = without.run_round(SECOND)
+    (error,) = refused.task_errors
+    assert "task_continuation_batch for task 0 returned capacity 0" in str(error)
+    assert "only arc" in str(error) and not refused.deltas

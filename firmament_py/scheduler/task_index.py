@@ -396,12 +396,12 @@ class TaskIndex:
                 [row for row in range(len(chosen)) if row not in answer.errors], dtype=np.int64
             )
             nodes = np.array([self.node_of[chosen[row].task_id] for row in good.tolist()], np.int64)
-            if role is Role.WAITING or role is Role.PREEMPTION:
+            if role is not Role.CONTINUATION or not policy.preemption_enabled:
                 capacity = answer.capacity[good] if len(good) else good
                 for row in good[capacity < 1].tolist():
                     errors.setdefault(
                         chosen[row].task_id,
-                        _no_room_to_wait(policy, role, chosen[row], answer.capacity[row]),
+                        _no_room(policy, role, chosen[row], int(answer.capacity[row])),
                     )
             (self.to_stay if role is Role.CONTINUATION else self.to_wait).set(nodes, answer, good)
             self._note_round_only(role, answer, len(chosen))
@@ -437,18 +437,28 @@ class TaskIndex:
         return role in self.round_only
 
 
-def _no_room_to_wait(policy: PolicyManager, role: Role, task: Task, capacity: int) -> PolicyError:
-    """The arc to U(job) is what keeps every round feasible: it must carry the task."""
-    hook = (
-        ("task_to_unscheduled" if role is Role.WAITING else "task_preemption")
-        if policy.per_item(role.value)
-        else role.value
-    )
+def _no_room(policy: PolicyManager, role: Role, task: Task, capacity: int) -> PolicyError:
+    """The arc to U(job) is what keeps every round feasible, and without preemption a running
+    task's continuation is its only arc: each must carry the task."""
+    per_item = {
+        Role.WAITING: "task_to_unscheduled",
+        Role.PREEMPTION: "task_preemption",
+        Role.CONTINUATION: "task_continuation",
+    }[role]
+    hook = per_item if policy.per_item(role.value) else role.value
+    if role is Role.CONTINUATION:
+        why = (
+            "without preemption the continuation is the task's only arc, so the flow problem "
+            "would be infeasible"
+        )
+    else:
+        why = (
+            "the task could then neither wait nor, when no machine has room, be placed, which "
+            "makes the flow problem infeasible"
+        )
     return PolicyError(
         policy.name,
-        f"{hook} for task {task.task_id} returned capacity {capacity}: the task could then "
-        "neither wait nor, when no machine has room, be placed, which makes the flow problem "
-        "infeasible",
+        f"{hook} for task {task.task_id} returned capacity {capacity}: {why}",
         hook=hook,
     )
 
@@ -456,18 +466,15 @@ def _no_room_to_wait(policy: PolicyManager, role: Role, task: Task, capacity: in
 def _check_room_to_wait(
     policy: PolicyManager, tasks: Sequence[Task], parts: list[_Part], errors: dict[int, PolicyError]
 ) -> None:
+    """Every arc to U(job) carries its task, and so does a continuation without preemption."""
     for part in parts:
-        if part.role is Role.CONTINUATION:
-            continue
+        if part.role is Role.CONTINUATION and policy.preemption_enabled:
+            continue  # 0 is allowed: the task must move or be preempted
         for row in np.flatnonzero(part.answer.capacity < 1).tolist():
             task_row = int(part.rows[row])
             if row not in part.answer.errors:
-                errors.setdefault(
-                    task_row,
-                    _no_room_to_wait(
-                        policy, part.role, tasks[task_row], int(part.answer.capacity[row])
-                    ),
-                )
+                capacity = int(part.answer.capacity[row])
+                errors.setdefault(task_row, _no_room(policy, part.role, tasks[task_row], capacity))
 
 
 def _check_min_flow(
