@@ -1,18 +1,28 @@
-"""Round cost: the Python-side work of a steady-state scheduling round, by phase.
+"""Round cost: a scheduling round's parts, at any cluster size, beside OR-Tools on the same graph.
 
-Builds a `Scheduler` (policy `--policy`, cost-scaling solver) over 1,000 machines of 12 slots
-in racks of 48, submits 4,000 tasks (jobs of 10), runs warm-up rounds, then measures `--rounds`
-rounds, each after 300 submissions and 300 removals of the oldest live tasks, one simulated
-second apart (the shape the daemon's scheduling process sees under steady churn). Everything is
-seeded, so every run makes the same rounds. Each round's phases are the timings
-`Scheduler.run_round` reports (`update_seconds`: the graph manager's update through the policy;
-`solve_seconds`: sending the changes and solving, of which `solver_seconds` is the algorithm;
-`extract_seconds`: reading placements off the flow and deciding; `apply_seconds`: applying the
-decisions; `total_seconds`). The script prints, per phase, the median over rounds of one run,
-then the median of those over `--runs` runs (each on a fresh scheduler), in milliseconds.
+Builds a `Scheduler` (policy `--policy`, solver `--solver`) over `--machines` machines of 12
+slots in racks of 48, submits `--tasks` tasks (jobs of 10), runs the first round (timed: an
+empty scheduler given the whole cluster at once), settles the garbage collector as the
+simulator and the daemon do (`firmament_py.collector`), runs `--warmup` rounds, then measures
+`--rounds` rounds, each after `--churn` submissions and as many removals of the oldest live
+tasks, one simulated second apart (the shape the daemon's scheduling process sees under steady
+churn). Everything is seeded, so every run makes the same rounds.
 
-    python bench/round_cost.py [--policy trivial|load-spreading|quincy]
-        [--runs 5] [--rounds 20] [--warmup 3] [--machines 1000] [--tasks 4000] [--churn 300]
+Each round's parts are the timings `Scheduler.run_round` reports: the graph update through the
+policy (`update`, split into `resources`, `tasks`, `classes` and `jobs`), sending the changes
+and solving (`solve`, of which `solver` is the algorithm), reading placements off the flow and
+deciding (`extract`), applying the decisions (`apply`), and the whole round (`total`). With
+`--ortools`, OR-Tools' SimpleMinCostFlow solves each measured round's graph from scratch
+(building included, lower bounds moved into supplies) and must find the same optimal cost.
+
+`--scenario join|leave|labels` makes the last measured round follow a machine joining, leaving
+or changing its labels (each a fresh run per repetition), reported beside the steady rounds
+before it. The script prints medians over the rounds of a run, then the median over `--runs`
+runs (each on a fresh scheduler), in milliseconds.
+
+    python bench/round_cost.py [--policy quincy] [--machines 12500] [--tasks 135000]
+        [--churn 1350] [--runs 3] [--rounds 5] [--warmup 2] [--solver cost-scaling]
+        [--scenario steady|join|leave|labels] [--ortools]
 """
 
 from __future__ import annotations
@@ -22,7 +32,18 @@ import random
 import statistics
 import time
 
-from firmament_py.model import MachineAdded, Resources, TaskRemoved, TaskSubmitted
+import numpy as np
+
+from firmament_py import collector
+from firmament_py.flow.graph import FlowGraph
+from firmament_py.model import (
+    MachineAdded,
+    MachineRemoved,
+    MachineUpdated,
+    Resources,
+    TaskRemoved,
+    TaskSubmitted,
+)
 from firmament_py.scheduler import Scheduler
 
 SECOND = 1_000_000
@@ -31,6 +52,10 @@ RACK_SIZE = 48
 TASKS_PER_JOB = 10
 PHASES = (
     "update_seconds",
+    "update_resources_seconds",
+    "update_tasks_seconds",
+    "update_classes_seconds",
+    "update_jobs_seconds",
     "solve_seconds",
     "solver_seconds",
     "extract_seconds",
@@ -46,20 +71,23 @@ class Workload:
         self.scheduler = scheduler
         self.rng = random.Random(seed)
         self.next_task = 1
+        self.machines = 0
         self.live: dict[int, None] = {}  # live task ids, oldest first
         self.now = 0
 
+    def machine(self, index: int) -> MachineAdded:
+        return MachineAdded(
+            time=self.now,
+            machine_id=f"m{index:05d}",
+            capacity=Resources(cpu_millicores=32_000, ram_bytes=128 << 30),
+            slots=SLOTS,
+            rack_id=f"r{index // RACK_SIZE:03d}",
+        )
+
     def add_machines(self, count: int) -> None:
-        for index in range(count):
-            self.scheduler.handle(
-                MachineAdded(
-                    time=self.now,
-                    machine_id=f"m{index:05d}",
-                    capacity=Resources(cpu_millicores=32_000, ram_bytes=128 << 30),
-                    slots=SLOTS,
-                    rack_id=f"r{index // RACK_SIZE:03d}",
-                )
-            )
+        for index in range(self.machines, self.machines + count):
+            self.scheduler.handle(self.machine(index))
+        self.machines += count
 
     def submit(self, count: int) -> None:
         for _ in range(count):
@@ -85,56 +113,116 @@ class Workload:
             self.scheduler.handle(TaskRemoved(time=self.now, task_id=task_id))
             del self.live[task_id]
 
+    def change_topology(self, scenario: str) -> None:
+        """A machine joins, leaves or changes its labels, now."""
+        if scenario == "join":
+            self.add_machines(1)
+        elif scenario == "leave":
+            self.scheduler.handle(MachineRemoved(time=self.now, machine_id="m00000"))
+        elif scenario == "labels":
+            self.scheduler.handle(
+                MachineUpdated(time=self.now, machine_id="m00000", labels={"zone": "b"})
+            )
+
     def round(self) -> dict[str, float]:
         self.now += SECOND
         return dict(self.scheduler.run_round(self.now).timings)
 
 
-def run_once(args: argparse.Namespace, seed: int) -> dict[str, float]:
-    """One fresh scheduler: the median of each phase over the measured rounds, in seconds."""
-    with Scheduler(args.policy, solver="cost-scaling") as scheduler:
-        workload = Workload(scheduler, seed)
+def ortools_solve(graph: FlowGraph) -> tuple[int, float]:
+    """Optimal cost and seconds for OR-Tools' SimpleMinCostFlow on `graph`, building included.
+    OR-Tools has no lower bounds: each arc's is sent at once (its cost counted, the ends'
+    supplies moved), and the rest of the arc is left to the solver."""
+    from ortools.graph.python import min_cost_flow
+
+    start = time.perf_counter()
+    a = graph.arrays()
+    arcs = graph.arc_ids()
+    src, dst, low = a.src[arcs], a.dst[arcs], a.low[arcs]
+    supply = a.supply.copy()
+    np.subtract.at(supply, src, low)
+    np.add.at(supply, dst, low)
+    mcf = min_cost_flow.SimpleMinCostFlow()
+    mcf.add_arcs_with_capacity_and_unit_cost(src, dst, a.cap[arcs] - low, a.cost[arcs])
+    nodes = graph.node_ids()
+    mcf.set_nodes_supplies(nodes, supply[nodes])
+    status = mcf.solve()
+    elapsed = time.perf_counter() - start
+    if status != mcf.OPTIMAL:
+        raise RuntimeError(f"OR-Tools status {status}")
+    return int(mcf.optimal_cost()) + int(np.dot(low, a.cost[arcs])), elapsed
+
+
+def run_once(args: argparse.Namespace) -> dict[str, float]:
+    """One fresh scheduler: the first round, then the median of each part over the measured
+    rounds (and the topology change's round), in seconds."""
+    with Scheduler(args.policy, solver=args.solver) as scheduler:
+        workload = Workload(scheduler, args.seed)
         workload.add_machines(args.machines)
         workload.submit(args.tasks)
+        started = time.perf_counter()
         workload.round()
+        result = {"first_round_seconds": time.perf_counter() - started}
+        collector.settle()
         for _ in range(args.warmup):
             workload.submit(args.churn)
             workload.remove_oldest(args.churn)
             workload.round()
-        samples: dict[str, list[float]] = {phase: [] for phase in PHASES}
+        samples: dict[str, list[float]] = {phase: [] for phase in (*PHASES, "ortools_seconds")}
         for _ in range(args.rounds):
             workload.submit(args.churn)
             workload.remove_oldest(args.churn)
             timings = workload.round()
             for phase in PHASES:
                 samples[phase].append(timings[phase])
-        return {phase: statistics.median(values) for phase, values in samples.items()}
+            if args.ortools:
+                graph = scheduler.graph_manager.graph
+                cost, seconds = ortools_solve(graph)
+                ours = scheduler.solver.solve_graph(graph).cost  # no change since: the same
+                if cost != ours:
+                    raise RuntimeError(f"OR-Tools found cost {cost}, the round {ours}")
+                samples["ortools_seconds"].append(seconds)
+        result.update({p: statistics.median(v) for p, v in samples.items() if v})
+        if args.scenario != "steady":
+            workload.submit(args.churn)
+            workload.remove_oldest(args.churn)
+            workload.change_topology(args.scenario)
+            changed = workload.round()
+            result.update({f"{args.scenario}:{p}": changed[p] for p in PHASES})
+        return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default="trivial")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--machines", type=int, default=1000)
-    parser.add_argument("--tasks", type=int, default=4000)
-    parser.add_argument("--churn", type=int, default=300)
+    parser.add_argument("--policy", default="quincy")
+    parser.add_argument("--solver", default="cost-scaling")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--machines", type=int, default=12_500)
+    parser.add_argument("--tasks", type=int, default=135_000)
+    parser.add_argument("--churn", type=int, default=1_350)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--scenario", choices=("steady", "join", "leave", "labels"), default="steady"
+    )
+    parser.add_argument("--ortools", action="store_true")
     args = parser.parse_args()
     started = time.perf_counter()
-    runs = [run_once(args, args.seed) for _ in range(args.runs)]
+    runs = [run_once(args) for _ in range(args.runs)]
     print(
-        f"policy {args.policy}: {args.machines} machines x {SLOTS} slots, {args.tasks} tasks, "
-        f"{args.churn} submissions + {args.churn} removals per round; median over "
-        f"{args.rounds} rounds, median of {args.runs} runs ({time.perf_counter() - started:.0f} s)"
+        f"policy {args.policy}, solver {args.solver}: {args.machines} machines x {SLOTS} slots, "
+        f"{args.tasks} tasks, {args.churn} submissions + {args.churn} removals per round; "
+        f"median over {args.rounds} rounds, median of {args.runs} runs "
+        f"({time.perf_counter() - started:.0f} s)"
     )
-    print("| phase | median ms | runs (ms) |")
+    print("| part | median ms | runs (ms) |")
     print("|---|---:|---|")
-    for phase in PHASES:
+    for phase in runs[0]:
         values = [run[phase] * 1000 for run in runs]
         shown = " ".join(f"{value:.1f}" for value in values)
-        print(f"| {phase.removesuffix('_seconds')} | {statistics.median(values):.2f} | {shown} |")
+        name = phase.removesuffix("_seconds").replace("update_", "update: ")
+        print(f"| {name} | {statistics.median(values):.1f} | {shown} |")
 
 
 if __name__ == "__main__":
