@@ -44,7 +44,7 @@ import numpy as np
 
 from firmament_py.flow.changes import ChangeBatch
 from firmament_py.flow.graph import FlowGraph
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import FlowSolver, make_solver
 
 SCRATCH_ALGORITHMS = ["relaxation", "cost-scaling", "race"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import make_solver
 from firmament_py.solvers.optimality import verify
 

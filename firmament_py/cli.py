@@ -39,7 +39,7 @@ from firmament_py.flow.dimacs import (
     write_dimacs_changes,
 )
 from firmament_py.flow.graph import FlowGraphError
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.nomora.cli import nomora
 from firmament_py.sdk import PolicyError, available_policies, load_policy
 from firmament_py.service.cli import keys, serve

@@ -58,7 +58,7 @@ def described(manager: FlowGraphManager) -> tuple[Counter[tuple[Any, ...]], Coun
     names: dict[int, tuple[Any, ...]] = {manager.sink: ("sink",)}
     names.update({node: ("task", task) for task, node in manager.tasks.node_of.items()})
     names.update({node: ("class", c) for c, node in manager._class_node.items()})
-    names.update({node: ("job", j) for j, node in manager._job_node.items()})
+    names.update({node: ("job", j) for j, node in manager.jobs.node_of.items()})
     names.update(
         {node: (ref.kind.value, ref.id) for ref, node in manager.resources._node_of.items()}
     )

@@ -10,7 +10,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from firmament_py.flow.graph import FlowGraph
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import kernels
 from firmament_py.solvers.base import InfeasibleError
 from firmament_py.solvers.cost_scaling import (

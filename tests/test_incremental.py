@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from firmament_py.flow.dimacs import DimacsReader
 from firmament_py.flow.graph import FlowGraph, NodeKind
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers.base import FlowSolver, InfeasibleError
 from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.network import DEAD

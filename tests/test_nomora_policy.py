@@ -9,13 +9,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmament_policies.nomora import (
-    CLUSTER_AGGREGATOR,
-    NomoraPolicy,
-    NomoraPreemptionPolicy,
-    job_class,
-    selector_aggregator,
-)
 from firmament_py.model import (
     ClusterState,
     LabelSelector,
@@ -28,6 +21,13 @@ from firmament_py.model import (
     matches,
 )
 from firmament_py.model.events import LatencySample
+from firmament_py.nomora.policy import (
+    CLUSTER_AGGREGATOR,
+    NomoraPolicy,
+    NomoraPreemptionPolicy,
+    job_class,
+    selector_aggregator,
+)
 from firmament_py.nomora.settings import BetaMode, NomoraSettings
 from firmament_py.scheduler import DeltaKind, Scheduler
 from firmament_py.sdk.testing import PolicyHarness

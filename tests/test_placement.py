@@ -34,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from firmament_py.flow.graph import FlowGraph, NodeKind
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec, Shape
 from firmament_py.flow.placement import (
     UNPLACED,
     DeltaKind,
@@ -43,7 +44,6 @@ from firmament_py.flow.placement import (
     extract_placements,
     scheduling_deltas,
 )
-from firmament_py.graphgen import ClusterGraph, ClusterSpec, Shape
 from firmament_py.solvers import make_solver
 
 Int64Array = npt.NDArray[np.int64]

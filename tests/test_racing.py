@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from firmament_py.flow.changes import ARC_DST, ROW_WIDTH, ChangeBatch, ChangeOp
 from firmament_py.flow.graph import FlowGraph
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import (
     BatchError,
     CostScalingSolver,

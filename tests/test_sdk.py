@@ -348,7 +348,7 @@ def test_the_defaults_batch_forms_answer_as_their_per_item_hooks(policy: object)
         manager.leaf_to_sink(machine=cluster.machine(m), cluster=cluster)
         for m in topology.machines.ids
     ]
-    jobs = JobBatch([harness.state.jobs["j"], harness.state.jobs["k"]], np.array([2, 1]))
+    jobs = JobBatch(["j", "k"], np.array([2, 1]), harness.state.jobs)
     sinks = manager.unscheduled_to_sink_batch(jobs=jobs, cluster=cluster)
     assert [
         ArcDescriptor(int(c), capacity=int(k))

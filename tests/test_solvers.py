@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from firmament_py.flow.graph import INFINITE_CAPACITY, MAX_CAPACITY, MAX_COST, FlowGraph, NodeKind
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.solvers import network as network_module
 from firmament_py.solvers.base import (
     InfeasibleError,

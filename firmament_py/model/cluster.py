@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import KeysView, Mapping
 from types import MappingProxyType
 
-from firmament_py.flow.limits import MAX_CAPACITY
 from firmament_py.model.entities import Job, Machine, Pod, Rack, Task
 from firmament_py.model.errors import ClusterError, InvariantViolation
 from firmament_py.model.events import (
@@ -59,9 +58,10 @@ from firmament_py.model.states import (
 
 __all__ = ["CLUSTER_SLOTS_LIMIT", "ClusterError", "ClusterState"]
 
-CLUSTER_SLOTS_LIMIT = MAX_CAPACITY
+CLUSTER_SLOTS_LIMIT = 2**40
 """All machines' slots together: the flow graph's arcs from the cluster's aggregators carry up
-to that many tasks, and no arc's capacity may pass `MAX_CAPACITY`."""
+to that many tasks, and no arc's capacity may pass the flow graph's `MAX_CAPACITY`, which this
+equals (a test holds them equal: the model imports nothing from the rest of the package)."""
 
 
 class ClusterState:

@@ -10,6 +10,8 @@ tech report /work/shared/papers/nomora-techreport.txt and the article
 * `experiment`: the `nomora-*` experiments;
 * `cli`: the `nomora` command group (`fit`, `functions`, `trace`).
 
-The policy itself is `firmament_policies.nomora` (policies/nomora.py); drivers find the latency
-sources as `firmament_plugins.latency` too (plugins/latency.py).
+* `policy`: the policy (`nomora` and `nomora-preemption` by name), written only against the SDK
+  and the modules above.
+
+Drivers find the latency sources as `firmament_plugins.latency` too (plugins/latency.py).
 """

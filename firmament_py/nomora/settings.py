@@ -1,7 +1,5 @@
-"""NoMora's policy settings (the typed parameters of `firmament_policies.nomora`), kept in the
-package so that the simulation and the experiments can name them: the policy module itself
-installs as `firmament_policies`, outside what the type checker follows.
-"""
+"""NoMora's policy settings: the typed parameters of `firmament_py.nomora.policy`, which the
+simulation and the experiments also name."""
 
 from __future__ import annotations
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import heapq
-import importlib
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +48,7 @@ from firmament_py.nomora.latency import (
     synthetic_traces,
 )
 from firmament_py.nomora.performance import BUILTIN_FUNCTIONS, PerformanceTable
+from firmament_py.nomora.policy import NomoraPolicy
 from firmament_py.nomora.settings import APPLICATION_LABEL, BetaMode, NomoraSettings
 from firmament_py.scheduler import Scheduler
 from firmament_py.sdk import ArcDescriptor, ClusterView, ResourceRef, TaskView, hookimpl
@@ -347,11 +347,9 @@ class PerformanceMeter:
 
 
 def nomora_policy(settings: NomoraSettings | None, latency: LatencySource) -> object:
-    """The built-in NoMora policy (`firmament_policies.nomora.NomoraPolicy`) with `settings`
-    and a latency source. Imported by name: the built-in policies install as the package
-    `firmament_policies`, which the type checker does not follow."""
-    module = importlib.import_module("firmament_policies.nomora")
-    return module.NomoraPolicy(settings, latency=latency)
+    """The built-in NoMora policy (`firmament_py.nomora.policy.NomoraPolicy`) with `settings`
+    and a latency source."""
+    return NomoraPolicy(settings, latency=latency)
 
 
 class RandomMachinePerTask:

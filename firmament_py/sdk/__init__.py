@@ -50,6 +50,9 @@ from firmament_py.sdk.defaults import (
     selector_class,
     selectors_of_class,
 )
+from firmament_py.sdk.discovery import available_policies, load_policy, unknown_policy
+from firmament_py.sdk.dispatch import DEFAULTS_PLUGIN_NAME
+from firmament_py.sdk.errors import POLICY_ENTRY_POINT_GROUP, PolicyError, UnknownPolicyError
 from firmament_py.sdk.hookspecs import (
     ALL_HOOKS,
     ANSWER_HOOKS,
@@ -57,15 +60,7 @@ from firmament_py.sdk.hookspecs import (
     NOTIFICATION_HOOKS,
     hookimpl,
 )
-from firmament_py.sdk.manager import (
-    DEFAULTS_PLUGIN_NAME,
-    POLICY_ENTRY_POINT_GROUP,
-    PolicyError,
-    PolicyManager,
-    UnknownPolicyError,
-    available_policies,
-    load_policy,
-)
+from firmament_py.sdk.manager import PolicyManager
 from firmament_py.sdk.types import (
     MAX_CAPACITY,
     MAX_COST,
@@ -136,4 +131,5 @@ __all__ = [
     "selector_class",
     "selectors_of_class",
     "timed_cost",
+    "unknown_policy",
 ]

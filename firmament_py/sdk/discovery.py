@@ -8,12 +8,9 @@ selected one is loaded, so a broken policy cannot stop another from loading.
 from __future__ import annotations
 
 import importlib.metadata
-from typing import TYPE_CHECKING
 
 from firmament_py.sdk.errors import POLICY_ENTRY_POINT_GROUP, PolicyError, UnknownPolicyError
-
-if TYPE_CHECKING:
-    from firmament_py.sdk.manager import PolicyManager
+from firmament_py.sdk.manager import PolicyManager
 
 __all__ = ["available_policies", "load_policy", "unknown_policy"]
 
@@ -50,8 +47,6 @@ def load_policy(name: str) -> PolicyManager:
     PolicyError if two distributions claim the name, the policy fails to load, or its hook
     implementations do not match the hooks (`PolicyManager` says how).
     """
-    from firmament_py.sdk.manager import PolicyManager  # here: the manager re-exports this module
-
     entry_points = _policy_entry_points()
     candidates = entry_points.get(name)
     if not candidates:

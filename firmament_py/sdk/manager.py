@@ -10,7 +10,7 @@ into one `PolicyError` that names the policy, the hook call and the offending va
 scheduler to isolate and report.
 
 Registering the policy, and how each hook is called, is `sdk/dispatch.py`; finding installed
-policies by name is `sdk/discovery.py` (re-exported here).
+policies by name is `sdk/discovery.py`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ from firmament_py.sdk.batch_questions import BatchQuestions
 from firmament_py.sdk.checks import equiv_class_problem, is_sequence
 from firmament_py.sdk.columns import Topology, TopologyStats, columns_of_stats, sum_by_parent
 from firmament_py.sdk.defaults import FirmamentDefaults
-from firmament_py.sdk.discovery import available_policies, load_policy, unknown_policy
 from firmament_py.sdk.dispatch import DEFAULTS_PLUGIN_NAME, Caller, policy_caller, register_policy
-from firmament_py.sdk.errors import POLICY_ENTRY_POINT_GROUP, PolicyError, UnknownPolicyError
+from firmament_py.sdk.errors import POLICY_ENTRY_POINT_GROUP, PolicyError
 from firmament_py.sdk.types import (
     ArcDescriptor,
     ClusterView,
@@ -43,16 +42,7 @@ from firmament_py.sdk.types import (
     arc_descriptor_problem,
 )
 
-__all__ = [
-    "DEFAULTS_PLUGIN_NAME",
-    "POLICY_ENTRY_POINT_GROUP",
-    "PolicyError",
-    "PolicyManager",
-    "UnknownPolicyError",
-    "available_policies",
-    "load_policy",
-    "unknown_policy",
-]
+__all__ = ["DEFAULTS_PLUGIN_NAME", "POLICY_ENTRY_POINT_GROUP", "PolicyError", "PolicyManager"]
 
 
 def _describe_call(hook: str, arguments: Mapping[str, object]) -> str:

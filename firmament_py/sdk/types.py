@@ -16,7 +16,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Generic, SupportsIndex, TypeVar, cast
 
-from firmament_py.flow.graph import MAX_CAPACITY, MAX_COST
+from firmament_py.flow.limits import MAX_CAPACITY, MAX_COST
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.entities import Job, Machine, Pod, Rack, Task
 from firmament_py.model.errors import ClusterError

@@ -53,7 +53,7 @@ import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
-from firmament_py.sdk.manager import unknown_policy
+from firmament_py.sdk.discovery import unknown_policy
 from firmament_py.service.clock import DaemonClock
 from firmament_py.service.endpoints import TRANSPORTS, is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError

@@ -6,7 +6,7 @@ registry is `firmament_py.sim.experiments`.
 How each figure is reproduced, and why that way:
 
 * fig7 (algorithm runtime vs cluster size, Quincy policy, ~50% of slots used): Quincy-shaped
-  graphs from `firmament_py.graphgen` (locality preference arcs to machines and racks, every
+  graphs from `firmament_py.flow.graphgen` (locality preference arcs to machines and racks, every
   running task eligible for rescheduling), each solved from scratch by relaxation, cost scaling
   and successive shortest path. The figure is about solver runtime on a graph, and our synthetic
   workloads carry no input-data model, so the Quincy policy in a simulation would see no
@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from firmament_py.flow.changes import ChangeBatch
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.model.events import TaskRemoved
 from firmament_py.scheduler import Scheduler
 from firmament_py.sim.experiment import (

@@ -68,7 +68,7 @@ from typing import TYPE_CHECKING, Any
 from rich.table import Table
 
 from firmament_py.collector import settled
-from firmament_py.sdk.manager import unknown_policy
+from firmament_py.sdk.discovery import unknown_policy
 from firmament_py.sim.report import Percentiles, RunSummary, format_duration, summarize
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting

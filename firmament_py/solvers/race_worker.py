@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from firmament_py.parent_death import die_with_parent
+from firmament_py.solvers.algorithms import make_algorithm
 from firmament_py.solvers.base import (
     FlowSolver,
     InfeasibleError,
@@ -64,9 +65,8 @@ ERRORS: dict[str, type[SolverError]] = {
 
 
 def make_solver_from_options(algorithm: str, options: Mapping[str, Any]) -> FlowSolver:
-    from firmament_py.solvers.registry import make_solver
-
-    return make_solver(algorithm, **options)
+    """A worker's solver: one of the single-process algorithms (a race holds no race)."""
+    return make_algorithm(algorithm, **options)
 
 
 FlowDelta = tuple[int, Int64Array, Int64Array]
@@ -192,7 +192,7 @@ def worker_main(argv: list[str]) -> None:
     conn = mpc.Connection(pipe_fd)
     flag_map = mmap.mmap(flag_fd, FLAG_BYTES)
     flag: Int64Array = np.frombuffer(flag_map, dtype=np.int64)
-    from firmament_py.solvers.warmup import warm_up  # here: it imports the registry
+    from firmament_py.solvers.warmup import warm_up  # here: only a worker needs it
 
     warm_up(algorithm, options)
     solver = make_solver_from_options(algorithm, options)

@@ -15,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from firmament_py.flow.graph import FlowGraph
+from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.flow.limits import NodeKind
 from firmament_py.flow.placement import extract_placement_array
-from firmament_py.graphgen import ClusterGraph, ClusterSpec
+from firmament_py.solvers.algorithms import ALIASES, make_algorithm
 from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.cost_scaling import CostScalingSolver
-from firmament_py.solvers.registry import ALIASES, make_solver
 
 __all__ = ["warm_up"]
 
@@ -40,6 +42,7 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
     snapshot, and the batch checks a race makes while its workers apply a batch). Either way it
     also reads a placement off a flow, which every scheduling round does after its solve."""
     _read_a_placement()
+    _edit_in_bulk()
     name = ALIASES.get(algorithm, algorithm)
     if name == "race":
         cluster = _tiny_cluster()
@@ -51,7 +54,7 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
     own = dict(options or {})
     for extra in ({}, *_EXTRA_PATHS.get(name, ())):
         cluster = _tiny_cluster()
-        solver = make_solver(algorithm, **{**own, **extra})
+        solver = make_algorithm(algorithm, **{**own, **extra})
         try:
             solver.load(cluster.graph.snapshot())  # how a race worker loads a graph
             cluster.observe(solver.solve_graph(cluster.graph).flow)  # how everyone else does
@@ -69,6 +72,26 @@ def _tiny_cluster() -> ClusterGraph:
     return ClusterGraph(
         ClusterSpec(machines=4, slots_per_machine=2, machines_per_rack=2, waiting=6, seed=1)
     )
+
+
+def _edit_in_bulk() -> None:
+    """The graph's bulk edits a scheduler's graph manager makes every round (reading many
+    nodes' arcs, changing, adding and removing arcs and nodes at once), and the round's change
+    log: loads their kernels."""
+    graph = FlowGraph()
+    nodes = graph.trusted_add_nodes(
+        np.array([1, 0, -1], dtype=np.int64),
+        np.array([NodeKind.TASK, NodeKind.LEAF, NodeKind.SINK], dtype=np.int64),
+    )
+    ones = np.ones(2, dtype=np.int64)
+    arcs = graph.trusted_add_arcs(nodes[:2], nodes[1:], 0 * ones, ones, ones, 0 * ones)
+    graph.take_changes()
+    graph.trusted_out_arcs_of(nodes[:2])
+    graph.trusted_change_arcs(arcs, 0 * ones, ones, 2 * ones)
+    graph.trusted_find_out_arcs(nodes[:1], nodes[1:2], np.zeros(1, dtype=np.int64))
+    graph.trusted_remove_arcs(arcs[:1])
+    graph.trusted_remove_nodes(nodes[:1])
+    graph.take_changes()
 
 
 def _read_a_placement() -> None:
