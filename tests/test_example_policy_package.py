@@ -176,3 +176,26 @@ def test_the_packages_own_tests_pass_against_the_installed_copy(
     summary = re.search(r"(\d+) passed", output)
     assert summary is not None and int(summary.group(1)) >= 20, output
     assert not re.search(r"\d+ (failed|error|skipped|xfailed|xpassed)", output), output
+
+
+def test_the_package_type_checks_against_the_installed_firmament_py(package_copy: Path) -> None:
+    """A plugin author's `mypy --strict`, run in the package's own folder (outside this
+    repository), finds firmament-py as installed here (editable, in CI: a plain path entry) and
+    checks the policy against the SDK's types."""
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--cache-dir",
+            str(package_copy.parent / "mypy-cache"),
+            "firmament_binpack",
+        ],
+        cwd=package_copy,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "Success: no issues found" in completed.stdout
