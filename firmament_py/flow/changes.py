@@ -82,11 +82,17 @@ class ChangeBatch:
         if self.rows.dtype != np.int64:
             raise ValueError(f"change rows must be int64, got {self.rows.dtype}")
         if not self.counts:
-            ops, numbers = np.unique(self.rows[:, COL_OP], return_counts=True)
+            ops = self.rows[:, COL_OP]
+            if len(ops) and (int(ops.min()) < 0 or int(ops.max()) >= len(ChangeOp) + 1):
+                values, numbers = np.unique(ops, return_counts=True)  # names the bad op below
+            else:
+                numbers = np.bincount(ops, minlength=len(ChangeOp) + 1)
+                values = np.flatnonzero(numbers)
+                numbers = numbers[values]
             object.__setattr__(
                 self,
                 "counts",
-                {ChangeOp(int(op)).name: int(k) for op, k in zip(ops, numbers, strict=True)},
+                {ChangeOp(int(op)).name: int(k) for op, k in zip(values, numbers, strict=True)},
             )
 
     def __len__(self) -> int:
@@ -107,11 +113,9 @@ class ChangeBatch:
         Incremental cost scaling starts its epsilon here (Firmament section 6.2).
         """
         rows = self.rows
-        adds = rows[rows[:, COL_OP] == ChangeOp.ADD_ARC]
-        changes = rows[rows[:, COL_OP] == ChangeOp.CHANGE_ARC]
-        best = 0
-        if len(adds):
-            best = max(best, int(np.abs(adds[:, ARC_COST]).max()))
-        if len(changes):
-            best = max(best, int(np.abs(changes[:, ARC_COST] - changes[:, ARC_OLD_COST]).max()))
-        return best
+        if not len(rows):
+            return 0
+        op, cost = rows[:, COL_OP], rows[:, ARC_COST]
+        added = np.where(op == ChangeOp.ADD_ARC, np.abs(cost), 0)
+        changed = np.where(op == ChangeOp.CHANGE_ARC, np.abs(cost - rows[:, ARC_OLD_COST]), 0)
+        return max(int(added.max()), int(changed.max()))

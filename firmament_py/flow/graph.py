@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from firmament_py.flow.batch_rules import batch_problem, snapshot_problem
+from firmament_py.flow.change_log import arc_change_rows, change_arcs
 from firmament_py.flow.changes import (
     ARC_CAP,
     ARC_COST,
@@ -78,6 +79,10 @@ __all__ = [
 ]
 
 Int64Array = npt.NDArray[np.int64]
+
+
+_LISTED_TOUCHES = 1 << 15
+"""A round lists the ids it touches up to this many; beyond, `_touched` scans the stamps."""
 
 
 class GraphArrays(NamedTuple):
@@ -884,16 +889,24 @@ class FlowGraph:
         self, arcs: Int64Array, lower: Int64Array, capacity: Int64Array, cost: Int64Array
     ) -> None:
         """`trusted_change_arc(k, ...)` for each of the distinct live `arcs` at once."""
-        differs = (self._low[arcs] != lower) | (self._cap[arcs] != capacity)
-        differs |= self._cost[arcs] != cost
-        changed = arcs[differs]
-        if not len(changed):
-            return
-        self._touch_arcs(changed)
-        self._low[changed] = lower[differs]
-        self._cap[changed] = capacity[differs]
-        self._cost[changed] = cost[differs]
-        self._raw_changes += len(changed)
+        fresh, changed = change_arcs(
+            arcs,
+            lower,
+            capacity,
+            cost,
+            self._epoch,
+            self._arc_epoch,
+            self._arc_was_alive,
+            self._arc_was,
+            self._src,
+            self._dst,
+            self._low,
+            self._cap,
+            self._cost,
+            self._arc_kind,
+        )
+        self._list_touched(self._touched_arcs, fresh)
+        self._raw_changes += changed
 
     def trusted_remove_arcs(self, arcs: Int64Array) -> None:
         """`trusted_remove_arc(k)` for each of the distinct live `arcs` at once."""
@@ -1124,7 +1137,7 @@ class FlowGraph:
         self._node_was_alive[fresh] = self._node_alive[fresh]
         self._node_was_supply[fresh] = self._supply[fresh]
         self._node_killed[fresh] = False
-        self._touched_nodes.extend(fresh.tolist())
+        self._list_touched(self._touched_nodes, fresh)
 
     def _touch_arc(self, k: int) -> None:
         epoch = self._epoch
@@ -1156,7 +1169,16 @@ class FlowGraph:
             ],
             axis=1,
         )
-        self._touched_arcs.extend(fresh.tolist())
+        self._list_touched(self._touched_arcs, fresh)
+
+    def _list_touched(self, touched: list[int], fresh: Int64Array) -> None:
+        """Note ids stamped for the first time this round. Once a round has touched many, the
+        stamps themselves say which (`_touched` scans them), and the list is not kept up: a
+        Python int per id of a 135,000-arc repricing cost 3 ms to list and 4 ms to sort."""
+        if len(touched) + len(fresh) <= _LISTED_TOUCHES:
+            touched.extend(fresh.tolist())
+        elif len(touched) <= _LISTED_TOUCHES:
+            touched.extend([-1] * (_LISTED_TOUCHES + 1 - len(touched)))  # past the limit: scan
 
     def _place_arc(
         self, k: int, u: int, v: int, lower: int, capacity: int, cost: int, kind: int
@@ -1276,20 +1298,11 @@ class FlowGraph:
         self._free_arcs.append(k)
         self._num_arcs -= 1
 
-    def _fill_arc_rows(self, rows: Int64Array, op: ChangeOp, arcs: Int64Array) -> None:
-        rows[:, COL_OP] = op
-        rows[:, COL_ID] = arcs
-        rows[:, ARC_SRC] = self._src[arcs]
-        rows[:, ARC_DST] = self._dst[arcs]
-        rows[:, ARC_LOW] = self._low[arcs]
-        rows[:, ARC_CAP] = self._cap[arcs]
-        rows[:, ARC_COST] = self._cost[arcs]
-        rows[:, ARC_KIND] = self._arc_kind[arcs]
-
     def _touched(self, touched: list[int], epochs: Int64Array, top: int) -> Int64Array:
         """The ids touched this round, sorted: each is listed once (when first stamped), so a
-        sort does; when they are many, one scan of the stamps is cheaper than sorting them."""
-        if 16 * len(touched) > top:
+        sort does; when they are many (or more than the list keeps), one scan of the stamps is
+        cheaper than sorting them."""
+        if 16 * len(touched) > top or len(touched) > _LISTED_TOUCHES:
             return np.flatnonzero(epochs[:top] == self._epoch)
         return np.sort(np.asarray(touched, dtype=np.int64))
 
@@ -1304,31 +1317,23 @@ class FlowGraph:
         kept = alive_now & was_alive & ~killed
         resupplied = nodes[kept & (self._supply[nodes] != self._node_was_supply[nodes])]
 
-        # A node removed in this round takes its incident arcs with it in the solver: drop them.
-        def killed_now(ids: Int64Array) -> npt.NDArray[np.bool_]:
-            mask: npt.NDArray[np.bool_] = (
-                self._node_epoch[ids] == self._epoch
-            ) & self._node_killed[ids]
-            return mask
-
-        was = self._arc_was[arcs]
-        was_on = self._arc_was_alive[arcs] & ~killed_now(was[:, 0]) & ~killed_now(was[:, 1])
-        now_on = self._arc_alive[arcs]
-        same_ends = (self._src[arcs] == was[:, 0]) & (self._dst[arcs] == was[:, 1])
-        removed_arcs = arcs[was_on & (~now_on | ~same_ends)]
-        added_arcs = arcs[now_on & (~was_on | ~same_ends)]
-        values_now = np.stack(
-            [
-                self._low[arcs],
-                self._cap[arcs],
-                self._cost[arcs],
-                self._arc_kind[arcs].astype(np.int64),
-            ],
-            axis=1,
+        # A node removed in this round takes its incident arcs with it in the solver: those
+        # arcs are gone already (`arc_change_rows`).
+        removed_arcs, added_arcs, changed_arcs = arc_change_rows(
+            arcs,
+            self._epoch,
+            self._node_epoch,
+            self._node_killed,
+            self._arc_alive,
+            self._arc_was_alive,
+            self._arc_was,
+            self._src,
+            self._dst,
+            self._low,
+            self._cap,
+            self._cost,
+            self._arc_kind,
         )
-        differs = (values_now != was[:, 2:6]).any(axis=1)
-        changed = was_on & now_on & same_ends & differs
-        changed_arcs = arcs[changed]
 
         parts: list[Int64Array] = []
 
@@ -1341,26 +1346,10 @@ class FlowGraph:
             parts.append(r)
 
         node_rows(ChangeOp.REMOVE_NODE, removed_nodes)
-        r = np.zeros((len(removed_arcs), ROW_WIDTH), dtype=np.int64)
-        wr = self._arc_was[removed_arcs]
-        r[:, COL_OP] = ChangeOp.REMOVE_ARC
-        r[:, COL_ID] = removed_arcs
-        r[:, ARC_SRC] = wr[:, 0]
-        r[:, ARC_DST] = wr[:, 1]
-        r[:, ARC_COST] = wr[:, 4]
-        r[:, ARC_KIND] = wr[:, 5]
-        r[:, ARC_OLD_COST] = wr[:, 4]
-        parts.append(r)
+        parts.append(removed_arcs)
         node_rows(ChangeOp.ADD_NODE, added_nodes)
         node_rows(ChangeOp.SET_SUPPLY, resupplied)
-        r = np.zeros((len(added_arcs), ROW_WIDTH), dtype=np.int64)
-        self._fill_arc_rows(r, ChangeOp.ADD_ARC, added_arcs)
-        r[:, ARC_OLD_COST] = self._cost[added_arcs]
-        parts.append(r)
-        r = np.zeros((len(changed_arcs), ROW_WIDTH), dtype=np.int64)
-        self._fill_arc_rows(r, ChangeOp.CHANGE_ARC, changed_arcs)
-        r[:, ARC_OLD_COST] = self._arc_was[changed_arcs, 4]
-        parts.append(r)
+        parts += (added_arcs, changed_arcs)
         rows = np.concatenate(parts) if parts else np.zeros((0, ROW_WIDTH), dtype=np.int64)
         return ChangeBatch(rows, raw_changes=self._raw_changes)
 

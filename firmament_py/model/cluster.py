@@ -88,6 +88,7 @@ class ClusterState:
         # changed, on a count of such changes, least recent first (`machines_touched_since`).
         self._machine_clock = 0
         self._machine_touches: dict[MachineId, int] = {}
+        self._machines_joined_or_left = 0
 
     def __setstate__(self, state: dict[str, object]) -> None:
         # Unpickled (a snapshot, the daemon's scheduling process), a slot-only request is a
@@ -101,6 +102,7 @@ class ClusterState:
         if "_machine_touches" not in state:  # likewise (a new reader reads every machine)
             self._machine_clock = 0
             self._machine_touches = {}
+            self._machines_joined_or_left = 0
         for task in self._tasks.values():
             if task.request is not NO_RESOURCES and task.request == NO_RESOURCES:
                 task.request = NO_RESOURCES
@@ -184,6 +186,11 @@ class ClusterState:
         """A count of changes to machines: it grows whenever a machine's slots, running tasks,
         reservations, capacity, measured usage or labels change, or a machine joins or leaves."""
         return self._machine_clock
+
+    @property
+    def machines_joined_or_left(self) -> int:
+        """A count of machines that joined or left, in all: equal counts, the same machines."""
+        return self._machines_joined_or_left
 
     def machines_touched_since(self, clock: int) -> list[MachineId]:
         """The machines (live or gone) changed after `machine_clock` read `clock`, most recent
@@ -413,6 +420,7 @@ class ClusterState:
         rack.machine_ids[event.machine_id] = None
         self._slots += event.slots
         self._touch_machine(event.machine_id)
+        self._machines_joined_or_left += 1
 
     def _check_slots(self, machine_id: MachineId, slots: int, before: int) -> None:
         """Refuse a machine whose slots (`before` it had) would take the cluster past
@@ -433,6 +441,7 @@ class ClusterState:
             transitions.extend(self._evict(self._tasks[task_id], event.time, cause))
         del self._machines[machine.machine_id]
         self._touch_machine(machine.machine_id)
+        self._machines_joined_or_left += 1
         self._slots -= machine.slots
         self._forget_latencies(machine.machine_id)
         rack = self._racks[machine.rack_id]

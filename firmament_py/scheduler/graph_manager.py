@@ -47,12 +47,13 @@ from firmament_py.model.cluster import ClusterState
 from firmament_py.model.ids import EquivClassId, JobId, MachineId, TaskId
 from firmament_py.model.states import TaskState
 from firmament_py.scheduler.arc_edits import ArcRows, IntArray, reconcile
+from firmament_py.scheduler.job_index import JobIndex
 from firmament_py.scheduler.resource_index import ResourceIndex
 from firmament_py.scheduler.task_index import TaskIndex, TaskTargets
-from firmament_py.sdk.columns import JobBatch, Topology
+from firmament_py.sdk.columns import Topology
 from firmament_py.sdk.errors import PolicyError
 from firmament_py.sdk.manager import PolicyManager
-from firmament_py.sdk.types import JobView, ResourceRef, ResourceStats, ResourceView, TaskView
+from firmament_py.sdk.types import ResourceRef, ResourceStats, ResourceView, TaskView
 
 __all__ = ["ArcType", "FlowGraphManager"]
 
@@ -111,7 +112,7 @@ class FlowGraphManager:
         self.resources = ResourceIndex(self.graph, self.sink, state)
         self.tasks = TaskIndex(self.graph)
         self._class_node: dict[EquivClassId, int] = {}
-        self._job_node: dict[JobId, int] = {}
+        self.jobs = JobIndex(self.graph, self.sink)
         # Tasks changed since their arcs were last built (kept until an update succeeds), and
         # whether every task, or those depending on the topology, must be rebuilt.
         self._changed: dict[TaskId, None] = {}
@@ -121,7 +122,7 @@ class FlowGraphManager:
         """The last update's parts, in wall-clock seconds: resources (the model read, the
         statistics, the topology arcs), tasks (built, removed and repriced), classes, jobs."""
         self._targets = TaskTargets(
-            job=self._job,
+            job=self.jobs.node,
             equiv_class=self._class,
             resource=self.resources.node,
             machine=self.resources.node_of_machine.__getitem__,
@@ -154,7 +155,7 @@ class FlowGraphManager:
         return self._class_node.get(equiv_class)
 
     def job_node(self, job_id: JobId) -> int | None:
-        return self._job_node.get(job_id)
+        return self.jobs.node_of.get(job_id)
 
     @property
     def stats(self) -> Mapping[ResourceRef, ResourceStats]:
@@ -205,7 +206,7 @@ class FlowGraphManager:
         tasks_done = wallclock.perf_counter()
         self._refresh_classes(topology)
         classes_done = wallclock.perf_counter()
-        self._refresh_jobs()
+        self.jobs.refresh(policy, cluster, self.state)
         self.graph.set_supply(self.sink, -len(self.tasks.node_of))
         self.timings = {
             "resources_seconds": resources_done - started,
@@ -259,13 +260,6 @@ class FlowGraphManager:
         if node is None:
             node = self.graph.trusted_add_node(0, NodeKind.OTHER)
             self._class_node[equiv_class] = node
-        return node
-
-    def _job(self, job_id: JobId) -> int:
-        node = self._job_node.get(job_id)
-        if node is None:
-            node = self.graph.trusted_add_node(0, NodeKind.OTHER)
-            self._job_node[job_id] = node
         return node
 
     def _refresh_classes(self, topology: Topology) -> None:
@@ -367,45 +361,6 @@ class FlowGraphManager:
                 descriptor.cost,
             )
         return targets
-
-    def _refresh_jobs(self) -> None:
-        """Drop unscheduled aggregators no task points to; ask for the others' sink arcs."""
-        graph, policy, cluster = self.graph, self.policy, self.cluster
-        if not self._job_node:
-            return
-        job_ids = list(self._job_node)
-        nodes = np.array([self._job_node[j] for j in job_ids], dtype=np.int64)
-        incoming = graph.trusted_in_degrees(nodes)
-        empty = incoming == 0
-        if empty.any():
-            graph.trusted_remove_nodes(nodes[empty])
-            for i in np.flatnonzero(empty).tolist():
-                del self._job_node[job_ids[i]]
-            keep = ~empty
-            job_ids = [j for j, k in zip(job_ids, keep.tolist(), strict=True) if k]
-            nodes, incoming = nodes[keep], incoming[keep]
-        wanted = ArcRows()
-        jobs = self.state.jobs
-        if policy.per_item("unscheduled_to_sink_batch"):
-            for job_id, node, count in zip(job_ids, nodes.tolist(), incoming.tolist(), strict=True):
-                descriptor = policy.unscheduled_to_sink(
-                    job=JobView(jobs[job_id]), incoming_tasks=count, cluster=cluster
-                )
-                wanted.add(
-                    node,
-                    self.sink,
-                    ArcType.TO_SINK,
-                    descriptor.min_flow,
-                    descriptor.capacity,
-                    descriptor.cost,
-                )
-        else:
-            batch = JobBatch([jobs[job_id] for job_id in job_ids], incoming)
-            arcs = policy.unscheduled_to_sink_batch(jobs=batch, cluster=cluster)
-            wanted.add_many(
-                nodes, self.sink, ArcType.TO_SINK, arcs.min_flow, arcs.capacity, arcs.cost
-            )
-        reconcile(graph, nodes, wanted)
 
     # ------------------------------------------------------------------ decisions out
 

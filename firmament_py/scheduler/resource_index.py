@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain, compress
+from operator import attrgetter, is_not
 
 import numpy as np
 
@@ -76,6 +78,7 @@ class ResourceIndex:
         self.sink = sink
         self.state = state
         self._clock: int | None = None  # the state's machine_clock when last read
+        self._membership = 0  # and its count of machines that joined or left
         # Machines: ids, the model's objects (to tell a machine that left and came back),
         # nodes, rack rows, labels, and what the model holds, by row.
         self.machine_ids: list[MachineId] = []
@@ -128,27 +131,16 @@ class ResourceIndex:
         """Bring the tables in step with the model: the machines changed since the last call,
         or everything when a machine joined or left (new nodes, removed nodes)."""
         state = self.state
-        machines = state.machines
-        if self._clock is None:
-            touched: list[MachineId] = list(machines)
-            rebuild = True
-        else:
-            touched = state.machines_touched_since(self._clock)
-            rows = self.machine_row
-            rebuild = any(
-                machine_id not in rows
-                or machine_id not in machines
-                or machines[machine_id] is not self._machines[rows[machine_id]]
-                for machine_id in touched
-            )
+        rebuild = self._clock is None or self._membership != state.machines_joined_or_left
+        touched = [] if self._clock is None else state.machines_touched_since(self._clock)
         self._clock = state.machine_clock
+        self._membership = state.machines_joined_or_left
         if rebuild:
             return self._rebuild()
         labels_changed = False
         if touched:
-            rows_list = [self.machine_row[machine_id] for machine_id in touched]
-            objects = [machines[machine_id] for machine_id in touched]
-            labels_changed = self._read(rows_list, objects)
+            rows = list(map(self.machine_row.__getitem__, touched))
+            labels_changed = self._read(rows, list(map(state.machines.__getitem__, touched)))
         return ResourceSync([], [], labels_changed)
 
     def _read(self, rows: list[int], machines: list[Machine]) -> bool:
@@ -157,32 +149,30 @@ class ResourceIndex:
         changed, and most machines a round touches changed only their tasks."""
         model = self._model
         index = np.array(rows, dtype=np.int64)
-        model.slots[index] = [machine.slots for machine in machines]
-        model.running_tasks[index] = [len(machine.running_task_ids) for machine in machines]
-        for column, matrix, attribute in (
-            (self._capacities, model.capacity, "capacity"),
-            (self._reserved, model.reserved, "reserved"),
-            (self._usages, model.measured_usage, "measured_usage"),
+        positions = range(len(rows))
+        model.slots[index] = list(map(_SLOTS, machines))
+        model.running_tasks[index] = list(map(len, map(_RUNNING, machines)))
+        for column, matrix, read in (
+            (self._capacities, model.capacity, _CAPACITY),
+            (self._reserved, model.reserved, _RESERVED),
+            (self._usages, model.measured_usage, _USAGE),
+            (self._labels, None, _LABELS),
         ):
-            now = [getattr(machine, attribute) for machine in machines]
-            changed = [
-                p for p, (row, v) in enumerate(zip(rows, now, strict=True)) if v is not column[row]
-            ]
-            if changed:
-                matrix[index[changed]] = [(now[p] or NO_RESOURCES).as_tuple() for p in changed]
-                for p in changed:
-                    column[rows[p]] = now[p]
-        labels = self._labels
-        moved = [
-            row
-            for row, machine in zip(rows, machines, strict=True)
-            if machine.labels is not labels[row]
-        ]
-        for row in moved:
-            labels[row] = self._machines[row].labels
-        if moved:
-            self._matching = {}
-        return bool(moved)
+            now = list(map(read, machines))
+            changed = list(compress(positions, map(is_not, now, map(column.__getitem__, rows))))
+            if not changed:
+                continue
+            if matrix is not None:
+                vectors = [now[p] or NO_RESOURCES for p in changed]
+                matrix[index[changed]] = np.fromiter(
+                    chain.from_iterable(map(_VECTOR, vectors)), np.int64, 5 * len(vectors)
+                ).reshape(-1, 5)
+            for p in changed:
+                column[rows[p]] = now[p]
+            if matrix is None:
+                self._matching = {}
+                return True
+        return False
 
     def _rebuild(self) -> ResourceSync:
         """Make every table again from the model, keeping the nodes and role arcs of the
@@ -456,6 +446,15 @@ class ResourceIndex:
                 np.full(int(missing.sum()), kind, dtype=np.int64),
             )
         return role
+
+
+_SLOTS = attrgetter("slots")
+_RUNNING = attrgetter("running_task_ids")
+_CAPACITY = attrgetter("capacity")
+_RESERVED = attrgetter("reserved")
+_USAGE = attrgetter("measured_usage")
+_LABELS = attrgetter("labels")
+_VECTOR = attrgetter(*Resources.DIMENSIONS)
 
 
 def _read_only(stats: StatsColumns) -> StatsColumns:

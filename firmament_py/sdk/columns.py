@@ -267,28 +267,29 @@ class TaskBatch(Sequence[TaskView]):
 
 
 class JobBatch(Sequence[JobView]):
-    """The jobs whose unscheduled aggregator U(job) is in the graph, row by row, with
-    `incoming_tasks`: how many of each job's tasks have an arc into it."""
+    """The jobs whose unscheduled aggregator U(job) is in the graph, row by row (`job_ids`),
+    with `incoming_tasks`: how many of each job's tasks have an arc into it. Its `JobView`s
+    (`batch[i]`, iteration) are made when asked for."""
 
-    def __init__(self, jobs: Sequence[Job], incoming_tasks: IntArray) -> None:
-        self._jobs = jobs
+    def __init__(
+        self, job_ids: Sequence[JobId], incoming_tasks: IntArray, jobs: Mapping[JobId, Job]
+    ) -> None:
+        self.job_ids = job_ids
         self.incoming_tasks = incoming_tasks
+        self._jobs = jobs
 
     def __repr__(self) -> str:
-        return f"JobBatch({len(self._jobs)} jobs)"
+        return f"JobBatch({len(self.job_ids)} jobs)"
 
     def __len__(self) -> int:
-        return len(self._jobs)
+        return len(self.job_ids)
 
     def __getitem__(self, row: int) -> JobView:  # type: ignore[override]
-        return JobView(self._jobs[row])
+        return JobView(self._jobs[self.job_ids[row]])
 
     def __iter__(self) -> Iterator[JobView]:
-        return map(JobView, self._jobs)
-
-    @cached_property
-    def job_ids(self) -> list[JobId]:
-        return [job.job_id for job in self._jobs]
+        jobs = self._jobs
+        return (JobView(jobs[job_id]) for job_id in self.job_ids)
 
 
 # ---------------------------------------------------------------------- resources

@@ -88,14 +88,18 @@ every round itself (per item, `task_to_unscheduled` is asked every round instead
 
 When the scheduler asks (so an answer that depends on something else goes stale until then):
 `round_started` and the statistics every round; topology and leaf-to-sink arcs when the
-statistics of the resources they join change; a task's classes, preferences and their arcs
-when the task changes (submitted, placed, evicted, migrated, updated) and for every task when a
-machine joins, leaves or changes labels; `task_to_unscheduled` every round for every waiting
-task, and continuation and preemption every round for running tasks when preemption is on;
-every class's arcs every round; `unscheduled_to_sink` every round. So an answer that depends on
-the waiting tasks or on time belongs on a class's arcs (asked every round), not on a machine's.
-The same holds for latencies between machines (`cluster.latency_us`, from `LatencySample`
-events): a new sample marks nothing as changed, so costs that follow it belong on class arcs.
+statistics of the resources they join change (in batch: every round); a task's classes,
+preferences and their arcs when the task changes (submitted, placed, evicted, migrated,
+updated), and when a machine joins, leaves or changes labels: for every task per item, in
+batch for the tasks marked `depends_on_topology`; per item, `task_to_unscheduled` every round
+for every waiting task, and continuation and preemption every round for running tasks when
+preemption is on, while their batch forms are asked when the task changes (or every round,
+for answers marked `this_round_only`); every class's arcs every round; `unscheduled_to_sink`
+every round. So an answer that depends on the waiting tasks or on time belongs on a class's
+arcs (asked every round) or in a timed cost, not on a machine's. The same holds for latencies
+between machines (`cluster.latency_us`, from `LatencySample` events): a new sample marks
+nothing as changed, so costs that follow it belong on class arcs, or in answers that hold for
+one round.
 """
 
 from __future__ import annotations
