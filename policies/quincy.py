@@ -181,6 +181,11 @@ class DataLayout:
         """The machines the layout says hold `block` (empty if it knows none)."""
         return self._replicas.get(block, frozenset())
 
+    @property
+    def inputs(self) -> Mapping[TaskId, Mapping[str, int]]:
+        """What each task the layout knows of reads (a read-only view)."""
+        return MappingProxyType(self._inputs)
+
     def input_of(self, task_id: TaskId) -> Mapping[str, int] | None:
         """The blocks task `task_id` reads and how many bytes of each, if the layout knows."""
         return self._inputs.get(task_id)
@@ -268,10 +273,21 @@ class QuincyPolicy:
         machines.update(self._labelled_replicas.get(block, ()))
         return {machine_id for machine_id in machines if machine_id in cluster.machines}
 
-    def _has_input(self, task: TaskView) -> bool:
-        """Whether the task reads anything (a layout entry, or the input label)."""
-        known = self.layout.input_of(task.task_id)
-        return bool(known) if known is not None else INPUT_LABEL in task.labels
+    def _reading_rows(self, tasks: TaskBatch) -> list[int]:
+        """The rows of `tasks` whose task reads anything (a layout entry, or the input label):
+        only their costs depend on where data sits, so only they take per-task work."""
+        inputs = self.layout.inputs
+        if not inputs:  # the labels say it all
+            return [row for row, labels in enumerate(tasks.labels) if INPUT_LABEL in labels]
+        return [
+            row
+            for row, (task_id, labels) in enumerate(
+                zip(tasks.task_ids.tolist(), tasks.labels, strict=True)
+            )
+            if (
+                bool(known) if (known := inputs.get(task_id)) is not None else INPUT_LABEL in labels
+            )
+        ]
 
     def _input(self, task: TaskView) -> Mapping[str, int]:
         known = self.layout.input_of(task.task_id)
@@ -357,11 +373,11 @@ class QuincyPolicy:
     @hookimpl
     def task_continuation_batch(self, tasks: TaskBatch, cluster: ClusterView) -> TimedArcs:
         transfer = np.zeros(len(tasks), dtype=np.int64)
-        for row, task in enumerate(tasks.views):
-            if self._has_input(task):
-                assert task.machine_id is not None
-                locality = self._locality(task, cluster)
-                transfer[row] = self._transfer_cost(locality, cluster.machine(task.machine_id))
+        for row in self._reading_rows(tasks):
+            task = tasks[row]
+            assert task.machine_id is not None
+            locality = self._locality(task, cluster)
+            transfer[row] = self._transfer_cost(locality, cluster.machine(task.machine_id))
         return TimedArcs(
             transfer - 1, min_flow=0, per_second=-self.run_credit_per_second, clock=Clock.THIS_RUN
         )
@@ -370,15 +386,12 @@ class QuincyPolicy:
     def task_to_equiv_classes_batch(
         self, tasks: TaskBatch, cluster: ClusterView
     ) -> TaskArcs[EquivClassId]:
-        targets: list[EquivClassId] = []
+        targets = [selector_class(s) if s else CLUSTER_AGGREGATOR for s in tasks.selectors]
         costs = np.zeros(len(tasks), dtype=np.int64)
         depends = np.zeros(len(tasks), dtype=np.bool_)
-        for row, task in enumerate(tasks.views):
-            selectors = task.selectors
-            targets.append(selector_class(selectors) if selectors else CLUSTER_AGGREGATOR)
-            if self._has_input(task):  # its cost depends on where the input is
-                costs[row] = self._cluster_cost(self._locality(task, cluster), cluster)
-                depends[row] = True
+        for row in self._reading_rows(tasks):  # their costs depend on where the input is
+            costs[row] = self._cluster_cost(self._locality(tasks[row], cluster), cluster)
+            depends[row] = True
         return TaskArcs.one_each(targets, cost=costs, depends_on_topology=depends)
 
     @hookimpl
@@ -389,9 +402,8 @@ class QuincyPolicy:
         targets: list[ResourceRef] = []
         costs: list[int] = []
         depends = np.zeros(len(tasks), dtype=np.bool_)
-        for row, task in enumerate(tasks.views):
-            if not self._has_input(task):
-                continue
+        for row in self._reading_rows(tasks):
+            task = tasks[row]
             depends[row] = True
             for ref in self.task_preference_arcs(task, cluster):
                 rows.append(row)

@@ -3,6 +3,7 @@ loss re-queuing tasks, time accounting, and invariants under random sequences of
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 from collections import Counter
 from collections.abc import Callable
@@ -572,6 +573,9 @@ STEPS = st.sampled_from([-1, 0, 1, 1, 2, 3])
 """Time advances between changes, and now and then a change is dated in the past (refused)."""
 
 
+N_MOVES = st.integers(0, 5)
+
+
 class RandomChanges(RuleBasedStateMachine):
     """Events and decisions drawn from small id pools, so that unknown and duplicate ids, full
     machines and illegal transitions are common alongside changes that succeed. After every
@@ -712,6 +716,16 @@ class RandomChanges(RuleBasedStateMachine):
         task_id, machine_id, time = self.some_task(data), self.some_machine(data), self.at(step)
         self.attempt("place", lambda: self.cluster.place(task_id, machine_id, time=time))
 
+    @rule(data=st.data(), step=st.integers(0, 2))
+    def place_many(self, data: st.DataObject, step: int) -> None:
+        moves = {self.some_task(data): self.some_machine(data) for _ in range(data.draw(N_MOVES))}
+        time = self.at(step)
+        transitions, refused = self.cluster.place_many(moves, time=time)
+        assert [r.task_id for r in transitions] == [t for t in moves if t not in refused]
+        for record in transitions:
+            assert self.cluster.tasks[record.task_id].machine_id == record.to_machine_id
+        self.succeeded["place many"] += bool(transitions)
+
     @rule(data=st.data(), step=STEPS)
     def migrate(self, data: st.DataObject, step: int) -> None:
         task_id = self.some_task(data, favour_running=True)
@@ -739,6 +753,59 @@ class RandomChanges(RuleBasedStateMachine):
 
 RandomChanges.TestCase.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
 test_random_changes_keep_the_invariants_and_refusals_change_nothing = RandomChanges.TestCase
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    machines=st.lists(
+        st.tuples(CAPACITIES, st.integers(0, 3), st.sampled_from([{}, {"zone": "a"}])),
+        min_size=1,
+        max_size=4,
+    ),
+    tasks=st.lists(st.tuples(SMALL, st.booleans()), min_size=1, max_size=8),
+    running=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 3)), max_size=4),
+    moves=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 4)), max_size=10),
+)
+def test_placing_many_at_once_is_placing_them_one_at_a_time(
+    machines: list[tuple[Resources, int, dict[str, str]]],
+    tasks: list[tuple[Resources, bool]],
+    running: list[tuple[int, int]],
+    moves: list[tuple[int, int]],
+) -> None:
+    """The same placements, refusals (and their reasons) and state, whether a batch of
+    placements goes through `place_many` or through `place` in the batch's order: tasks
+    unknown, already running or failing a machine's labels, machines unknown or filling up."""
+    cluster = ClusterState()
+    for index, (capacity, slots, labels) in enumerate(machines):
+        cluster.apply(machine(f"m{index}", slots=slots, capacity=capacity, labels=labels))
+    for task_id, (request, wants_zone) in enumerate(tasks):
+        selectors = (LabelSelector.equals("zone", "a"),) if wants_zone else ()
+        cluster.apply(submit(task_id, request=request, selectors=selectors))
+    for task_id, index in running:  # some tasks run already (where they fit)
+        with contextlib.suppress(ClusterError):
+            cluster.place(task_id, f"m{index}", time=0)
+    placements = {task_id: f"m{index}" for task_id, index in moves}
+    one_by_one = pickle.loads(pickle.dumps(cluster))
+
+    transitions, refused = cluster.place_many(placements, time=1)
+
+    expected: list[TaskTransition] = []
+    expected_refused: dict[int, str] = {}
+    for task_id, machine_id in placements.items():
+        try:
+            expected.append(one_by_one.place(task_id, machine_id, time=1))
+        except ClusterError as error:
+            expected_refused[task_id] = str(error)
+    assert transitions == expected
+    assert refused == expected_refused
+    assert snapshot(cluster) == snapshot(one_by_one)
+    assert sorted(cluster.machines_touched_since(0)) == sorted(one_by_one.machines_touched_since(0))
+    cluster.validate()
+
+
+def test_placing_many_refuses_a_time_in_the_past_without_change() -> None:
+    cluster = cluster_with(machine("m0"), submit(0, time=5))
+    refused(cluster, lambda: cluster.place_many({0: "m0"}, time=4), "before the cluster's")
 
 
 def test_the_cluster_slots_stay_within_a_flow_arcs_capacity() -> None:

@@ -418,5 +418,18 @@ def scheduling_deltas(
             kind = DeltaKind.PREEMPT
         else:
             kind = DeltaKind.MIGRATE
-        deltas.append(SchedulingDelta(kind, task, old, new))
+        deltas.append(_consistent_delta(kind, task, old, new))
     return deltas
+
+
+def _consistent_delta(
+    kind: DeltaKind, task: TaskT, source: MachineT | None, target: MachineT | None
+) -> SchedulingDelta[TaskT, MachineT]:
+    """A `SchedulingDelta` whose kind was derived from its machines, so consistent already:
+    made without the check (a first round makes 10^5 of them)."""
+    delta: SchedulingDelta[TaskT, MachineT] = object.__new__(SchedulingDelta)
+    object.__setattr__(delta, "kind", kind)
+    object.__setattr__(delta, "task", task)
+    object.__setattr__(delta, "from_machine", source)
+    object.__setattr__(delta, "to_machine", target)
+    return delta

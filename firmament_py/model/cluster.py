@@ -47,7 +47,7 @@ from firmament_py.model.events import (
 )
 from firmament_py.model.ids import JobId, MachineId, PodId, RackId, TaskId, Time, check_time
 from firmament_py.model.labels import NO_LABELS, Labels, LabelSelector, matches
-from firmament_py.model.resources import NO_RESOURCES, Resources
+from firmament_py.model.resources import NO_RESOURCES, Resources, total_of
 from firmament_py.model.states import (
     FINAL_STATES,
     TaskState,
@@ -525,6 +525,91 @@ class ClusterState:
         return self._transition(
             task, TaskState.RUNNING, time, TransitionCause.PLACED, to_machine_id=machine_id
         )
+
+    def place_many(
+        self, placements: Mapping[TaskId, MachineId], *, time: Time
+    ) -> tuple[list[TaskTransition], dict[TaskId, str]]:
+        """`place` for many runnable tasks at `time`: the outcome of placing them one at a time
+        in the mapping's order, returned as the transitions of those placed (in that order) and
+        the reason each refused one was refused (the message `place` would raise).
+
+        A first round places 10^5 tasks: where all of a machine's placements fit together, the
+        machine is checked and updated once (one reservation sum) instead of once per task.
+        Where they do not, that machine's tasks are placed one at a time, as `place` would.
+        """
+        self._check_time(time)
+        by_machine: dict[MachineId, list[Task]] = {}
+        placed: dict[TaskId, TaskTransition] = {}
+        refused: dict[TaskId, str] = {}
+        for task_id, machine_id in placements.items():
+            task = self._tasks.get(task_id)
+            if (
+                task is not None
+                and task.state is TaskState.RUNNABLE
+                and machine_id in self._machines
+            ):
+                by_machine.setdefault(machine_id, []).append(task)
+            else:  # `place` says what is wrong
+                self._place_one(task_id, machine_id, time, placed, refused)
+        for machine_id, tasks in by_machine.items():
+            machine = self._machines[machine_id]
+            request = self._request_of_all(tasks, machine)
+            if request is None:
+                for task in tasks:
+                    self._place_one(task.task_id, machine_id, time, placed, refused)
+                continue
+            self._touch_machine(machine_id)
+            running = machine.running_task_ids
+            for task in tasks:
+                task_id = task.task_id
+                task.machine_id = machine_id
+                running[task_id] = None
+                self._set_state(task, TaskState.RUNNING, time)
+                placed[task_id] = TaskTransition(
+                    time,
+                    task_id,
+                    TaskState.RUNNABLE,
+                    TaskState.RUNNING,
+                    TransitionCause.PLACED,
+                    None,
+                    machine_id,
+                )
+            self._running += len(tasks)
+            if request is not NO_RESOURCES:
+                machine.reserved = machine.reserved + request
+        if placed:
+            self._now = time
+        return [placed[task_id] for task_id in placements if task_id in placed], refused
+
+    def _request_of_all(self, tasks: list[Task], machine: Machine) -> Resources | None:
+        """What the runnable `tasks` request together, if they all fit on `machine` together
+        (slots, room and labels); None if they do not."""
+        if len(machine.running_task_ids) + len(tasks) > machine.slots:
+            return None
+        labels = machine.labels
+        if any(task.selectors and not matches(task.selectors, labels) for task in tasks):
+            return None
+        requests = [task.request for task in tasks if task.request is not NO_RESOURCES]
+        if not requests:
+            return NO_RESOURCES
+        try:
+            request = total_of(requests)
+        except ValueError:  # beyond int64: no machine has that room
+            return None
+        return request if request.fits_beside(machine.reserved, machine.capacity) else None
+
+    def _place_one(
+        self,
+        task_id: TaskId,
+        machine_id: MachineId,
+        time: Time,
+        placed: dict[TaskId, TaskTransition],
+        refused: dict[TaskId, str],
+    ) -> None:
+        try:
+            placed[task_id] = self.place(task_id, machine_id, time=time)
+        except ClusterError as error:
+            refused[task_id] = str(error)
 
     def preempt(self, task_id: TaskId, *, time: Time) -> tuple[TaskTransition, ...]:
         """Take the running task `task_id` off its machine and re-queue it as RUNNABLE.

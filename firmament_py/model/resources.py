@@ -20,6 +20,7 @@ and every sum or difference, must fit in int64: arithmetic that would leave that
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -134,6 +135,19 @@ class Resources:
             f"{name} {getattr(self, name)} > {getattr(available, name)}"
             for name in self.exceeded_dimensions(available)
         )
+
+
+def total_of(vectors: Iterable[Resources]) -> Resources:
+    """The sum of many vectors, made once (adding them one by one makes a vector per step).
+    Raises ValueError if the sum leaves the int64 range."""
+    cpu = ram = disk = rx = tx = 0
+    for vector in vectors:
+        cpu += vector.cpu_millicores
+        ram += vector.ram_bytes
+        disk += vector.disk_bytes
+        rx += vector.net_rx_bytes_per_s
+        tx += vector.net_tx_bytes_per_s
+    return _from_checked_sum(cpu, ram, disk, rx, tx)
 
 
 def _from_checked_sum(cpu: int, ram: int, disk: int, rx: int, tx: int) -> Resources:

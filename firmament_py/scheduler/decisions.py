@@ -66,7 +66,24 @@ def apply_decisions(state: ClusterState, decisions: Iterable[Decision]) -> Decis
             continue
         outcome.applied.append(decision)
     _migrate(state, by_kind[DeltaKind.MIGRATE], outcome)
-    for decision in by_kind[DeltaKind.PLACE]:
+    _place(state, by_kind[DeltaKind.PLACE], outcome)
+    return outcome
+
+
+def _place(state: ClusterState, placements: list[Decision], outcome: DecisionOutcome) -> None:
+    now = state.now
+    machines = {d.task: d.to_machine for d in placements if d.to_machine is not None}
+    if len(machines) == len(placements):  # one decision per task: all at once
+        transitions, refused = state.place_many(machines, time=now)
+        outcome.transitions.extend(transitions)
+        for decision in placements:
+            reason = refused.get(decision.task)
+            if reason is None:
+                outcome.applied.append(decision)
+            else:
+                outcome.refused.append(UnappliedDecision(decision, reason))
+        return
+    for decision in placements:  # the same task twice: the first that fits wins
         assert decision.to_machine is not None
         try:
             outcome.transitions.append(state.place(decision.task, decision.to_machine, time=now))
@@ -74,7 +91,6 @@ def apply_decisions(state: ClusterState, decisions: Iterable[Decision]) -> Decis
             outcome.refused.append(UnappliedDecision(decision, str(error)))
             continue
         outcome.applied.append(decision)
-    return outcome
 
 
 def _migrate(state: ClusterState, migrations: list[Decision], outcome: DecisionOutcome) -> None:

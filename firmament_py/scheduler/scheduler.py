@@ -398,6 +398,8 @@ class Scheduler:
         self, decisions: list[Decision], skipped: list[UnappliedDecision]
     ) -> list[Decision]:
         """The decisions that no queued event makes moot; the others go to `skipped`."""
+        if not self._queued:
+            return decisions
         gone_tasks: dict[TaskId, str] = {}
         gone_machines: dict[MachineId, str] = {}
         for event in self._queued:

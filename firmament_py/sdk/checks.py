@@ -220,8 +220,8 @@ def _target_problems(targets: list[object], to_classes: bool, cluster: ClusterVi
 
 def _duplicates(rows: IntArray, targets: list[object]) -> list[int]:
     """The arcs that repeat an earlier arc's (row, target)."""
-    if len(rows) < 2:
-        return []
+    if len(rows) < 2 or bool(np.all(rows[1:] > rows[:-1])):
+        return []  # each row once (the usual `one_each`): no pair can repeat
     seen: set[tuple[int, object]] = set()
     repeated: list[int] = []
     for arc, key in enumerate(zip(rows.tolist(), targets, strict=True)):
