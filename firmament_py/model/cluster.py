@@ -587,9 +587,12 @@ class ClusterState:
         if len(machine.running_task_ids) + len(tasks) > machine.slots:
             return None
         labels = machine.labels
-        if any(task.selectors and not matches(task.selectors, labels) for task in tasks):
-            return None
-        requests = [task.request for task in tasks if task.request is not NO_RESOURCES]
+        requests: list[Resources] = []
+        for task in tasks:
+            if task.selectors and not matches(task.selectors, labels):
+                return None
+            if task.request is not NO_RESOURCES:
+                requests.append(task.request)
         if not requests:
             return NO_RESOURCES
         try:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress
 from operator import attrgetter, is_not
+from typing import TypeVar
 
 import numpy as np
 
@@ -129,14 +130,17 @@ class ResourceIndex:
 
     def sync(self) -> ResourceSync:
         """Bring the tables in step with the model: the machines changed since the last call,
-        or everything when a machine joined or left (new nodes, removed nodes)."""
+        and new rows, nodes and arcs when a machine joined or left."""
         state = self.state
+        if self._clock is None:
+            touched = list(state.machines)
+        else:
+            touched = state.machines_touched_since(self._clock)
         rebuild = self._clock is None or self._membership != state.machines_joined_or_left
-        touched = [] if self._clock is None else state.machines_touched_since(self._clock)
         self._clock = state.machine_clock
         self._membership = state.machines_joined_or_left
         if rebuild:
-            return self._rebuild()
+            return self._rebuild(touched)
         labels_changed = False
         if touched:
             rows = list(map(self.machine_row.__getitem__, touched))
@@ -174,81 +178,98 @@ class ResourceIndex:
                 return True
         return False
 
-    def _rebuild(self) -> ResourceSync:
-        """Make every table again from the model, keeping the nodes and role arcs of the
-        resources that stay; add nodes for those that joined, remove those that left."""
+    def _rebuild(self, touched: list[MachineId]) -> ResourceSync:
+        """New tables for the machines the model holds now. The rows of machines that stay are
+        carried over as arrays (their nodes, role arcs and columns), and only the touched
+        machines are read from the model, so a machine joining or leaving costs array copies,
+        not a pass of Python over every machine. Nodes are added for resources that joined and
+        removed (with their arcs) for those that left."""
         state, graph = self.state, self.graph
+        live = state.machines
         old_rows, old_machines = self.machine_row, self._machines
-        old_nodes = self._node_of
-        old_roles = {
-            "machine": dict(zip(self.machine_ids, self._machine_in.tolist(), strict=True)),
-            "leaf": dict(zip(self.machine_ids, self._leaf.tolist(), strict=True)),
-            "rack": dict(zip(self.rack_ids, self._rack_in.tolist(), strict=True)),
-        }
-        machines = list(state.machines.values())
+        # A machine that left and came back is a new object in the model: a new machine here.
         left = [
-            machine_id
-            for machine_id, row in old_rows.items()
-            if state.machines.get(machine_id) is not old_machines[row]
+            m for m in touched if m in old_rows and live.get(m) is not old_machines[old_rows[m]]
         ]
-        joined = [
-            machine
-            for machine in machines
-            if machine.machine_id not in old_rows
-            or old_machines[old_rows[machine.machine_id]] is not machine
-        ]
+        left.sort(key=old_rows.__getitem__)
+        machines = list(live.values())
+        ids = list(live)
+        count = len(ids)
+        renewed = set(left)
+        old_index = np.fromiter(
+            (-1 if m in renewed else old_rows.get(m, -1) for m in ids), np.int64, count
+        )
+        joined_rows = np.flatnonzero(old_index < 0)
+        joined = [machines[row] for row in joined_rows.tolist()]
+
         # The nodes of resources that left go first (with their arcs), new ones come after.
+        old_nodes = self._node_of
         gone = [ResourceRef.machine(machine_id) for machine_id in left]
         gone += [ResourceRef.rack(r) for r in self.rack_ids if r not in state.racks]
         gone += [ResourceRef.pod(p) for p in self.pod_ids if p not in state.pods]
         if gone:
             graph.trusted_remove_nodes(np.array([old_nodes.pop(ref) for ref in gone], np.int64))
+        old_rack_in = dict(zip(self.rack_ids, self._rack_in.tolist(), strict=True))
         self.pod_ids = list(state.pods)
         self.rack_ids = list(state.racks)
-        self.machine_ids = [machine.machine_id for machine in machines]
         pod_row = {pod_id: row for row, pod_id in enumerate(self.pod_ids)}
         rack_row = {rack_id: row for row, rack_id in enumerate(self.rack_ids)}
-        self.machine_row = {machine_id: row for row, machine_id in enumerate(self.machine_ids)}
-        self._rack_row = rack_row
-        self._machines = machines
+        self._pod_row, self._rack_row = pod_row, rack_row
         self._rack_pod = np.array([pod_row[r.pod_id] for r in state.racks.values()], np.int64)
-        self._machine_rack = np.array([rack_row[m.rack_id] for m in machines], np.int64)
         self._pod_refs = [ResourceRef.pod(p) for p in self.pod_ids]
         self._rack_refs = [ResourceRef.rack(r) for r in self.rack_ids]
-        self._machine_refs = [ResourceRef.machine(m) for m in self.machine_ids]
-        self._pod_row = pod_row
-        refs = self._pod_refs + self._rack_refs + self._machine_refs
-        new = [ref for ref in refs if ref not in old_nodes]
+        old_refs = self._machine_refs
+        self._machine_refs = [
+            ResourceRef.machine(m) if row < 0 else old_refs[row]
+            for m, row in zip(ids, old_index.tolist(), strict=True)
+        ]
+        new = [ref for ref in self._pod_refs + self._rack_refs if ref not in old_nodes]
+        new += [self._machine_refs[row] for row in joined_rows.tolist()]
+        new_nodes: list[int] = []
         if new:
             kinds = [
                 NodeKind.LEAF if ref.kind is ResourceKind.MACHINE else NodeKind.OTHER for ref in new
             ]
-            ids = graph.trusted_add_nodes(
+            new_nodes = graph.trusted_add_nodes(
                 np.zeros(len(new), dtype=np.int64), np.array(kinds, dtype=np.int64)
-            )
-            old_nodes.update(zip(new, ids.tolist(), strict=True))
-        self._node_of = old_nodes
+            ).tolist()
+            old_nodes.update(zip(new, new_nodes, strict=True))
         self.pod_nodes = np.array([old_nodes[ref] for ref in self._pod_refs], np.int64)
         self.rack_nodes = np.array([old_nodes[ref] for ref in self._rack_refs], np.int64)
-        self.machine_nodes = np.array([old_nodes[ref] for ref in self._machine_refs], np.int64)
-        self.node_machine = dict(zip(self.machine_nodes.tolist(), self.machine_ids, strict=True))
+        self._rack_in = np.array([old_rack_in.get(r, -1) for r in self.rack_ids], np.int64)
+
+        # The machines' rows: carried over where they stay, read from the model where they
+        # joined, and where they stay but were touched (below).
+        none = np.full(len(joined), -1, np.int64)
+        self.machine_nodes = _carried(
+            self.machine_nodes, old_index, new_nodes[len(new) - len(joined) :]
+        )
+        self._machine_in = _carried(self._machine_in, old_index, none)
+        self._leaf = _carried(self._leaf, old_index, none)
+        old_model, fresh = self._model, machine_columns(joined)
+        self._model = StatsColumns(
+            **{
+                name: _carried(getattr(old_model, name), old_index, getattr(fresh, name))
+                for name in _STATS
+            }
+        )
+        self._labels = _carried_list(self._labels, old_index, list(map(_LABELS, joined)))
+        self._capacities = _carried_list(self._capacities, old_index, list(map(_CAPACITY, joined)))
+        self._reserved = _carried_list(self._reserved, old_index, list(map(_RESERVED, joined)))
+        self._usages = _carried_list(self._usages, old_index, list(map(_USAGE, joined)))
+        self.machine_ids = ids
+        self.machine_row = dict(zip(ids, range(count), strict=True))
+        self._machines = machines
+        self._machine_rack = np.fromiter(
+            map(rack_row.__getitem__, map(_RACK, machines)), np.int64, count
+        )
+        self._node_of = old_nodes
+        self.node_machine = dict(zip(self.machine_nodes.tolist(), ids, strict=True))
         self.node_of_machine.clear()  # in place: callers hold its `__getitem__`
-        self.node_of_machine.update(zip(self.machine_ids, self.machine_nodes.tolist(), strict=True))
+        self.node_of_machine.update(zip(ids, self.machine_nodes.tolist(), strict=True))
         joined_ids = {machine.machine_id for machine in joined}
-        self._machine_in = np.array(
-            [-1 if m in joined_ids else old_roles["machine"].get(m, -1) for m in self.machine_ids],
-            np.int64,
-        )
-        self._leaf = np.array(
-            [-1 if m in joined_ids else old_roles["leaf"].get(m, -1) for m in self.machine_ids],
-            np.int64,
-        )
-        self._rack_in = np.array([old_roles["rack"].get(r, -1) for r in self.rack_ids], np.int64)
-        self._labels = [machine.labels for machine in machines]
-        self._capacities = [machine.capacity for machine in machines]
-        self._reserved = [machine.reserved for machine in machines]
-        self._usages = [machine.measured_usage for machine in machines]
-        self._model = machine_columns(machines)
+        stayed = [m for m in touched if m in live and m not in joined_ids]
+        self._read(list(map(self.machine_row.__getitem__, stayed)), [live[m] for m in stayed])
         self._matching = {}
         self._priced = None
         return ResourceSync([MachineView(machine) for machine in joined], left, True)
@@ -448,6 +469,9 @@ class ResourceIndex:
         return role
 
 
+_T = TypeVar("_T")
+_STATS = StatsColumns.__slots__
+_RACK = attrgetter("rack_id")
 _SLOTS = attrgetter("slots")
 _RUNNING = attrgetter("running_task_ids")
 _CAPACITY = attrgetter("capacity")
@@ -455,6 +479,22 @@ _RESERVED = attrgetter("reserved")
 _USAGE = attrgetter("measured_usage")
 _LABELS = attrgetter("labels")
 _VECTOR = attrgetter(*Resources.DIMENSIONS)
+
+
+def _carried(column: IntArray, old_rows: IntArray, fresh: IntArray | list[int]) -> IntArray:
+    """The column of the new rows: row i is the old row `old_rows[i]`, or where that is -1 the
+    next of `fresh` (the new rows' values, in order)."""
+    carried = np.empty((len(old_rows), *column.shape[1:]), dtype=np.int64)
+    kept = old_rows >= 0
+    carried[kept] = column[old_rows[kept]]
+    carried[~kept] = fresh
+    return carried
+
+
+def _carried_list(column: list[_T], old_rows: IntArray, fresh: list[_T]) -> list[_T]:
+    """`_carried` for a list of objects."""
+    new = iter(fresh)
+    return [next(new) if row < 0 else column[row] for row in old_rows.tolist()]
 
 
 def _read_only(stats: StatsColumns) -> StatsColumns:
