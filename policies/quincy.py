@@ -279,15 +279,8 @@ class QuincyPolicy:
         inputs = self.layout.inputs
         if not inputs:  # the labels say it all
             return [row for row, labels in enumerate(tasks.labels) if INPUT_LABEL in labels]
-        return [
-            row
-            for row, (task_id, labels) in enumerate(
-                zip(tasks.task_ids.tolist(), tasks.labels, strict=True)
-            )
-            if (
-                bool(known) if (known := inputs.get(task_id)) is not None else INPUT_LABEL in labels
-            )
-        ]
+        rows = enumerate(zip(tasks.task_ids.tolist(), tasks.labels, strict=True))
+        return [row for row, (task_id, labels) in rows if _reads(inputs.get(task_id), labels)]
 
     def _input(self, task: TaskView) -> Mapping[str, int]:
         known = self.layout.input_of(task.task_id)
@@ -501,3 +494,8 @@ class QuincyPolicy:
         self._labelled_replicas = None
         self._localities.clear()
         return None
+
+
+def _reads(known: Mapping[str, int] | None, labels: Mapping[str, str]) -> bool:
+    """Whether a task reads input: what the layout knows of it, else its input label."""
+    return bool(known) if known is not None else INPUT_LABEL in labels

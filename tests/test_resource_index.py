@@ -19,6 +19,7 @@ from firmament_py.model import (
     Resources,
     TaskSubmitted,
 )
+from firmament_py.scheduler import Scheduler
 from firmament_py.scheduler.resource_index import ResourceIndex
 
 T = TypeVar("T")
@@ -117,3 +118,67 @@ def test_the_tables_kept_in_step_are_the_tables_read_afresh(
 
 def _marked_last(changes: list[T]) -> list[tuple[bool, T]]:
     return [(position == len(changes) - 1, change) for position, change in enumerate(changes)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(rounds=ROUNDS, pods=st.lists(st.integers(0, 1), min_size=3, max_size=3))
+@example(  # r0 empties with its pod p0 gone, and comes back in p1 (its arc from p0 went too)
+    [[("add", "m0", 0), ("add", "m1", 1)], [("remove", "m0", 0), ("add", "m2", 0)]], [0, 1, 1]
+)
+def test_the_role_arcs_join_the_right_live_nodes_round_after_round(
+    rounds: list[list[tuple[str, str, int]]], pods: list[int]
+) -> None:
+    """Through real rounds, racks that empty and come back in another pod among them: every
+    topology and leaf arc the index keeps by role is alive and joins its resource's nodes."""
+    with Scheduler("trivial") as scheduler:
+        task_id = appeared = 0
+        for time, changes in enumerate(rounds, start=1):
+            for action, machine_id, pick in changes:
+                machine = scheduler.state.machines.get(machine_id)
+                if action == "add" and machine is None:
+                    rack = pick % 3
+                    existing = scheduler.state.racks.get(f"r{rack}")
+                    if existing is not None:
+                        pod = existing.pod_id
+                    else:  # the racks that appear take the pods in turn
+                        pod, appeared = f"p{pods[appeared % len(pods)]}", appeared + 1
+                    scheduler.handle(
+                        MachineAdded(
+                            time=time,
+                            machine_id=machine_id,
+                            capacity=Resources(cpu_millicores=4000),
+                            slots=1 + pick,
+                            rack_id=f"r{rack}",
+                            pod_id=pod,
+                        )
+                    )
+                elif action in ("remove", "fail") and machine is not None:
+                    kind = MachineRemoved if action == "remove" else MachineFailed
+                    scheduler.handle(kind(time=time, machine_id=machine_id))
+                elif action == "place":
+                    scheduler.handle(TaskSubmitted(time=time, task_id=task_id, job_id="j"))
+                    task_id += 1
+            scheduler.run_round(time)
+            check_role_arcs(scheduler.graph_manager.resources, scheduler.graph_manager.graph)
+
+
+def check_role_arcs(index: ResourceIndex, graph: FlowGraph) -> None:
+    """The arcs the index keeps by role are alive and join the right nodes, and no arc was
+    removed twice (unlinking an arc that is already gone corrupts the graph's counts)."""
+    assert graph.num_arcs == len(graph.arc_ids()), "an arc was removed twice"
+    rack_node = dict(zip(index.rack_ids, index.rack_nodes.tolist(), strict=True))
+    pod_node = dict(zip(index.pod_ids, index.pod_nodes.tolist(), strict=True))
+    for row, machine_id in enumerate(index.machine_ids):
+        node = int(index.machine_nodes[row])
+        rack_id = index.rack_ids[int(index._machine_rack[row])]
+        for arc, src, dst in (
+            (int(index._machine_in[row]), rack_node[rack_id], node),
+            (int(index._leaf[row]), node, index.sink),
+        ):
+            assert graph.has_arc(arc), f"{machine_id}: role arc {arc} is gone"
+            assert (graph.arc_src(arc), graph.arc_dst(arc)) == (src, dst)
+    for row, rack_id in enumerate(index.rack_ids):
+        arc = int(index._rack_in[row])
+        pod_id = index.pod_ids[int(index._rack_pod[row])]
+        assert graph.has_arc(arc), f"rack {rack_id}: role arc {arc} is gone"
+        assert (graph.arc_src(arc), graph.arc_dst(arc)) == (pod_node[pod_id], rack_node[rack_id])

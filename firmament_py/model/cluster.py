@@ -536,6 +536,9 @@ class ClusterState:
         A first round places 10^5 tasks: where all of a machine's placements fit together, the
         machine is checked and updated once (one reservation sum) instead of once per task.
         Where they do not, that machine's tasks are placed one at a time, as `place` would.
+        Two differences from a loop of `place`: a `time` before the model's clock raises
+        `ClusterError` before any task is looked at, and a machine that fits all its tasks is
+        touched once (the machines' change clock moves once for it, not once per task).
         """
         self._check_time(time)
         by_machine: dict[MachineId, list[Task]] = {}
@@ -558,25 +561,18 @@ class ClusterState:
                 for task in tasks:
                     self._place_one(task.task_id, machine_id, time, placed, refused)
                 continue
-            self._touch_machine(machine_id)
-            running = machine.running_task_ids
+            self._attach_all(tasks, machine, request)
             for task in tasks:
-                task_id = task.task_id
-                task.machine_id = machine_id
-                running[task_id] = None
                 self._set_state(task, TaskState.RUNNING, time)
-                placed[task_id] = TaskTransition(
+                placed[task.task_id] = TaskTransition(
                     time,
-                    task_id,
+                    task.task_id,
                     TaskState.RUNNABLE,
                     TaskState.RUNNING,
                     TransitionCause.PLACED,
                     None,
                     machine_id,
                 )
-            self._running += len(tasks)
-            if request is not NO_RESOURCES:
-                machine.reserved = machine.reserved + request
         if placed:
             self._now = time
         return [placed[task_id] for task_id in placements if task_id in placed], refused
@@ -749,12 +745,18 @@ class ClusterState:
         return None
 
     def _attach(self, task: Task, machine: Machine) -> None:
+        self._attach_all([task], machine, task.request)
+
+    def _attach_all(self, tasks: list[Task], machine: Machine, request: Resources) -> None:
+        """Give `tasks` slots on `machine` and reserve `request`, what they ask for together."""
         self._touch_machine(machine.machine_id)
-        task.machine_id = machine.machine_id
-        machine.running_task_ids[task.task_id] = None
-        self._running += 1
-        if task.request is not NO_RESOURCES:
-            machine.reserved = machine.reserved + task.request
+        running = machine.running_task_ids
+        for task in tasks:
+            task.machine_id = machine.machine_id
+            running[task.task_id] = None
+        self._running += len(tasks)
+        if request is not NO_RESOURCES:
+            machine.reserved = machine.reserved + request
 
     def _detach(self, task: Task) -> MachineId:
         """Free the task's slot and reservation; return the machine it left."""

@@ -181,9 +181,10 @@ class ResourceIndex:
     def _rebuild(self, touched: list[MachineId]) -> ResourceSync:
         """New tables for the machines the model holds now. The rows of machines that stay are
         carried over as arrays (their nodes, role arcs and columns), and only the touched
-        machines are read from the model, so a machine joining or leaving costs array copies,
-        not a pass of Python over every machine. Nodes are added for resources that joined and
-        removed (with their arcs) for those that left."""
+        machines are read from the model, so a machine joining or leaving costs array copies
+        and a few list passes over the machine ids, not the model's reads for every machine.
+        Nodes are added for resources that joined and removed (with their arcs) for those that
+        left."""
         state, graph = self.state, self.graph
         live = state.machines
         old_rows, old_machines = self.machine_row, self._machines
@@ -209,7 +210,11 @@ class ResourceIndex:
         gone += [ResourceRef.pod(p) for p in self.pod_ids if p not in state.pods]
         if gone:
             graph.trusted_remove_nodes(np.array([old_nodes.pop(ref) for ref in gone], np.int64))
-        old_rack_in = dict(zip(self.rack_ids, self._rack_in.tolist(), strict=True))
+        # A rack's arc from its pod is kept only while the rack stays in the same pod: a rack
+        # that emptied and came back elsewhere lost that arc with its old pod, or must move.
+        old_pod_of = [self.pod_ids[row] for row in self._rack_pod.tolist()]
+        racks = zip(self.rack_ids, old_pod_of, strict=True)
+        old_rack_in = dict(zip(racks, self._rack_in.tolist(), strict=True))
         self.pod_ids = list(state.pods)
         self.rack_ids = list(state.racks)
         pod_row = {pod_id: row for row, pod_id in enumerate(self.pod_ids)}
@@ -236,14 +241,15 @@ class ResourceIndex:
             old_nodes.update(zip(new, new_nodes, strict=True))
         self.pod_nodes = np.array([old_nodes[ref] for ref in self._pod_refs], np.int64)
         self.rack_nodes = np.array([old_nodes[ref] for ref in self._rack_refs], np.int64)
-        self._rack_in = np.array([old_rack_in.get(r, -1) for r in self.rack_ids], np.int64)
+        self._rack_in = np.array(
+            [old_rack_in.get((r.rack_id, r.pod_id), -1) for r in state.racks.values()], np.int64
+        )
 
         # The machines' rows: carried over where they stay, read from the model where they
         # joined, and where they stay but were touched (below).
         none = np.full(len(joined), -1, np.int64)
-        self.machine_nodes = _carried(
-            self.machine_nodes, old_index, new_nodes[len(new) - len(joined) :]
-        )
+        joined_nodes = new_nodes[len(new) - len(joined) :]  # the joined machines come last
+        self.machine_nodes = _carried(self.machine_nodes, old_index, joined_nodes)
         self._machine_in = _carried(self._machine_in, old_index, none)
         self._leaf = _carried(self._leaf, old_index, none)
         old_model, fresh = self._model, machine_columns(joined)
