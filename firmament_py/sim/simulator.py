@@ -60,7 +60,8 @@ class Accounting(enum.Enum):
     SOLVER = "solver"
     """The algorithm plus handing the solver the round's graph changes ("solve_seconds")."""
     ROUND = "round"
-    """The whole round: graph update, solve, extraction, applying decisions."""
+    """The whole round up to its decisions: graph update, solve and extraction ("decide_seconds";
+    the decisions take effect when it ends)."""
     NONE = "none"
     """No time at all: rounds are instantaneous and runs are deterministic."""
 
