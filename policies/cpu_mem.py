@@ -67,7 +67,7 @@ from firmament_py.sdk import (
     hookimpl,
     selector_class,
 )
-from firmament_py.sdk.columns import machines_of
+from firmament_py.sdk.columns import columns_of_stats, machines_of
 from firmament_py.sdk.packing import Dealing, largest_first, request_classes
 
 __all__ = [
@@ -124,15 +124,8 @@ def placement_costs(request: Sequence[int], stats: StatsColumns, rows: IntArray)
 
 def placement_cost(request: Resources, stats: ResourceStats) -> int:
     """`placement_costs` of one machine with these statistics."""
-    columns = StatsColumns(
-        machines=np.ones(1, dtype=np.int64),
-        slots=np.array([stats.slots], dtype=np.int64),
-        running_tasks=np.array([stats.running_tasks], dtype=np.int64),
-        capacity=np.array([stats.capacity.as_tuple()], dtype=np.int64),
-        reserved=np.array([stats.reserved.as_tuple()], dtype=np.int64),
-        measured_usage=np.array([stats.measured_usage.as_tuple()], dtype=np.int64),
-    )
-    return int(placement_costs(request.as_tuple(), columns, np.zeros(1, dtype=np.int64))[0])
+    one = np.zeros(1, dtype=np.int64)
+    return int(placement_costs(request.as_tuple(), columns_of_stats([stats]), one)[0])
 
 
 class CpuMemPolicy:

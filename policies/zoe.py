@@ -62,7 +62,7 @@ from firmament_py.sdk import (
     hookimpl,
     selector_class,
 )
-from firmament_py.sdk.columns import machines_of
+from firmament_py.sdk.columns import columns_of_stats, machines_of
 from firmament_py.sdk.packing import Dealing, RequestClass, request_classes
 
 from .cpu_mem import how_many_fit
@@ -142,15 +142,8 @@ def packing_costs(request: Sequence[int], stats: StatsColumns, rows: IntArray) -
 
 def packing_cost(request: Resources, stats: ResourceStats) -> int:
     """`packing_costs` of one machine with these statistics."""
-    columns = StatsColumns(
-        machines=np.ones(1, dtype=np.int64),
-        slots=np.array([stats.slots], dtype=np.int64),
-        running_tasks=np.array([stats.running_tasks], dtype=np.int64),
-        capacity=np.array([stats.capacity.as_tuple()], dtype=np.int64),
-        reserved=np.array([stats.reserved.as_tuple()], dtype=np.int64),
-        measured_usage=np.array([stats.measured_usage.as_tuple()], dtype=np.int64),
-    )
-    return int(packing_costs(request.as_tuple(), columns, np.zeros(1, dtype=np.int64))[0])
+    one = np.zeros(1, dtype=np.int64)
+    return int(packing_costs(request.as_tuple(), columns_of_stats([stats]), one)[0])
 
 
 def _dealing_order(request_class: RequestClass) -> tuple[object, ...]:
