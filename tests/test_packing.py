@@ -52,9 +52,8 @@ machines_and_classes = st.integers(1, 4).flatmap(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(case=machines_and_classes)
-def test_deal_room_is_the_dealing_one_task_at_a_time(case: tuple) -> None:  # type: ignore[type-arg]
+def dealt(case: tuple) -> tuple:  # type: ignore[type-arg]
+    """The case's classes, machines and allowed matrix, and `deal_room`'s shares for them."""
     requests, machines, data = case
     demands = [data.draw(st.integers(0, 8)) for _ in requests]
     allowed = np.array(
@@ -68,17 +67,76 @@ def test_deal_room_is_the_dealing_one_task_at_a_time(case: tuple) -> None:  # ty
         np.array([slots for _, slots in machines], dtype=np.int64),
         allowed,
     )
+    return requests, demands, machines, allowed, shares
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=machines_and_classes)
+def test_the_dealing_never_overfills_and_leaves_nothing_that_fits(case: tuple) -> None:  # type: ignore[type-arg]
+    requests, demands, machines, allowed, shares = dealt(case)
+    dims = len(machines[0][0])
+    matrix = np.array(requests, dtype=np.int64).reshape(-1, dims)
     for m, (room, slots) in enumerate(machines):
-        mine = [k for k in range(len(requests)) if allowed[m, k]]
-        expected = dealt_one_by_one(
-            [requests[k] for k in mine], [demands[k] for k in mine], room, slots
-        )
-        assert [int(shares[m, k]) for k in mine] == expected
         assert all(shares[m, k] == 0 for k in range(len(requests)) if not allowed[m, k])
         # Never more than the machine has, never more than a class waits for.
-        used = np.array(requests, dtype=np.int64).reshape(-1, dims).T @ shares[m] if requests else 0
+        used = matrix.T @ shares[m] if requests else np.zeros(dims, dtype=np.int64)
         assert np.all(used <= np.array(room)) and shares[m].sum() <= slots
         assert np.all(shares[m] <= np.array(demands, dtype=np.int64))
+        # Nothing left that a class with demand left on this machine could take.
+        left = np.array(room) - used
+        for k in range(len(requests)):
+            if allowed[m, k] and shares[m, k] < demands[k] and shares[m].sum() < slots:
+                assert not np.all(matrix[k] <= left), (m, k)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=machines_and_classes.filter(lambda case: len(case[1]) == 1))
+def test_one_machine_is_dealt_one_task_at_a_time(case: tuple) -> None:  # type: ignore[type-arg]
+    requests, demands, machines, allowed, shares = dealt(case)
+    (room, slots) = machines[0]
+    mine = [k for k in range(len(requests)) if allowed[0, k]]
+    expected = dealt_one_by_one(
+        [requests[k] for k in mine], [demands[k] for k in mine], room, slots
+    )
+    assert [int(shares[0, k]) for k in mine] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    slots=st.lists(st.integers(0, 12), min_size=1, max_size=8),
+    demands=st.lists(st.integers(0, 10), min_size=1, max_size=12),
+)
+def test_every_class_gets_its_demand_where_the_cluster_has_the_slots(
+    slots: list[int], demands: list[int]
+) -> None:
+    """The first classes in the order do not take every machine's room while others wait: with
+    slots for every waiting task somewhere, every class is dealt all it waits for."""
+    if sum(slots) < sum(demands):
+        demands = demands[
+            : max(i for i in range(len(demands) + 1) if sum(demands[:i]) <= sum(slots))
+        ]
+    shares = deal_room(
+        np.zeros((len(demands), 1), dtype=np.int64),
+        np.array(demands, dtype=np.int64),
+        np.zeros((len(slots), 1), dtype=np.int64),
+        np.array(slots, dtype=np.int64),
+        np.ones((len(slots), len(demands)), dtype=np.bool_),
+    )
+    assert np.all(shares.sum(axis=0) >= np.array(demands, dtype=np.int64))
+
+
+def test_many_classes_on_many_machines_are_all_dealt_their_demand() -> None:
+    """The case that starved: 500 request classes of 24 tasks on 1,000 machines of 12 slots
+    (each pass of the old dealing gave the first 12 classes every machine's slots)."""
+    rng = np.random.default_rng(0)
+    shares = deal_room(
+        rng.integers(1, 50, (500, 2)) * 10,
+        np.full(500, 24, dtype=np.int64),
+        np.full((1000, 2), 4000, dtype=np.int64),
+        np.full(1000, 12, dtype=np.int64),
+        np.ones((1000, 500), dtype=np.bool_),
+    )
+    assert shares.sum(axis=0).min() == 24
 
 
 def test_request_classes_count_the_waiting_tasks_of_each_name() -> None:

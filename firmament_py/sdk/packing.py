@@ -9,8 +9,10 @@ avoids that: each round, every machine's free slots and free resources are dealt
 the request classes with waiting tasks, one task to each class in turn (in an order the policy
 chooses, largest request first as a rule), until nothing more fits; a class's arc to a machine
 carries its share. The shares never add up to more than the machine has, so no round
-overcommits it whatever arcs the solver uses; a class takes at most as many tasks from a
-machine as it has waiting, and a large request is never crowded out by many small ones.
+overcommits it whatever arcs the solver uses. A first pass deals each class no more than it
+has waiting across the whole cluster, so that the first classes in the order cannot take every
+machine's room while the others wait (`deal_room`); a second deals the room left, so the solver
+can still choose among machines. A large request is never crowded out by many small ones.
 
 Used by the cpu-mem, network-aware and zoe policies, once per round::
 
@@ -144,19 +146,48 @@ def deal_room(
     `requests` (classes x dimensions) is what one task of each class asks for, `demands`
     (classes) how many of each wait, `room` (machines x dimensions) what each machine can
     still give, `slots` (machines) its free slots, `allowed` (machines x classes) whether a
-    class may use a machine at all (its selectors match). A machine is dealt one task to each
-    class in turn, in the order of the rows of `requests`, a class leaving the turn once it has
-    its demand or its next task does not fit, until no class is left or no slot. Machine by
-    machine, the shares' total request fits within `room`, their number within `slots`, and
-    no class with demand left could take one more task.
+    class may use a machine at all (its selectors match). Each machine is dealt one task to
+    each class in turn, in the order of the rows of `requests`, a class leaving the turn once
+    its next task does not fit, until no class is left or no slot. Two passes:
+
+    - First, a class takes no more tasks across the whole cluster than it has waiting (the
+      machines of one turn take from it in row order), so the first classes cannot take every
+      machine's room while the others wait: each class's demand is dealt where room allows.
+    - Then what room is left is dealt again, a class now taking on each machine up to its
+      demand, so the solver can choose among machines (costs decide which shares are used).
+
+    Machine by machine, the shares' total request fits within `room`, their number within
+    `slots`, no class holds more than its demand, and no class with demand left could take one
+    more task.
     """
     room = np.array(room, dtype=np.int64).reshape(len(slots), -1)
     requests = np.asarray(requests, dtype=np.int64).reshape(len(demands), room.shape[1])
     demands = np.asarray(demands, dtype=np.int64)
     slots = np.array(slots, dtype=np.int64)
-    machines, classes = len(slots), len(demands)
+    allowed = np.asarray(allowed, dtype=np.bool_).reshape(len(slots), len(demands))
+    caps = np.broadcast_to(demands, allowed.shape)
+    first = _deal(requests, caps, room, slots, allowed, across=demands.copy())
+    second = _deal(requests, caps - first, room, slots, allowed, across=None)
+    shares: IntArray = first + second
+    return shares
+
+
+def _deal(
+    requests: IntArray,
+    caps: IntArray,
+    room: IntArray,
+    slots: IntArray,
+    allowed: BoolArray,
+    across: IntArray | None,
+) -> IntArray:
+    """One pass of `deal_room`: turns on every machine at once, class k taking at most
+    `caps[m, k]` on machine m and, if `across` is given, at most `across[k]` in all. `room`,
+    `slots` and `across` are used up in place."""
+    machines, classes = caps.shape
     shares = np.zeros((machines, classes), dtype=np.int64)
-    in_play = np.asarray(allowed, dtype=np.bool_).reshape(machines, classes) & (demands > 0)
+    in_play = allowed & (caps > 0)
+    if across is not None:
+        in_play &= across > 0
     never = np.iinfo(np.int64).max
     while True:
         playing = in_play.sum(axis=1)
@@ -165,18 +196,30 @@ def deal_room(
             return shares
         # Whole turns in which every class still in play gets a task, dealt at once.
         total = in_play.astype(np.int64) @ requests
-        left = np.where(in_play, demands - shares, never).min(axis=1)
+        left = np.where(in_play, caps - shares, never)
+        if across is not None:  # as many whole turns as a class's demand covers everywhere
+            where = (in_play & active[:, None]).sum(axis=0)
+            left = np.minimum(left, np.where(in_play, across // np.maximum(where, 1), never))
         by_room = np.where(total > 0, room // np.maximum(total, 1), never).min(axis=1)
-        turns = np.minimum(np.minimum(slots // np.maximum(playing, 1), left), by_room)
+        turns = np.minimum(np.minimum(slots // np.maximum(playing, 1), left.min(axis=1)), by_room)
         turns = np.where(active, turns, 0)
-        shares += in_play * turns[:, None]
+        dealt = in_play * turns[:, None]
+        shares += dealt
         room -= turns[:, None] * total
         slots -= turns * playing
+        if across is not None:
+            across -= dealt.sum(axis=0)
         # Then one turn task by task, in which at least one class leaves or the slots end.
         for k in range(classes):
-            take = in_play[:, k] & (slots > 0) & (shares[:, k] < demands[k])
+            take = in_play[:, k] & (slots > 0) & (shares[:, k] < caps[:, k])
             take &= (requests[k] <= room).all(axis=1)
+            if across is not None:
+                takers = np.flatnonzero(take)
+                take[takers[across[k] :]] = False
+                across[k] -= min(len(takers), int(across[k]))
             shares[:, k] += take
             room -= take[:, None] * requests[k]
             slots -= take
-            in_play[:, k] = take & (shares[:, k] < demands[k])
+            in_play[:, k] = take & (shares[:, k] < caps[:, k])
+            if across is not None and across[k] == 0:
+                in_play[:, k] = False
