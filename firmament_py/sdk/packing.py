@@ -184,8 +184,10 @@ def _deal(
     `caps[m, k]` on machine m and, if `across` is given, at most `across[k]` in all. `room`,
     `slots` and `across` are used up in place."""
     machines, classes = caps.shape
-    shares = np.zeros((machines, classes), dtype=np.int64)
-    in_play = allowed & (caps > 0)
+    # Column-major: the turns below work a class (a column) at a time.
+    shares = np.zeros((machines, classes), dtype=np.int64, order="F")
+    caps = np.asfortranarray(caps)
+    in_play = np.asfortranarray(allowed & (caps > 0))
     if across is not None:
         in_play &= across > 0
     never = np.iinfo(np.int64).max
@@ -210,7 +212,7 @@ def _deal(
         if across is not None:
             across -= dealt.sum(axis=0)
         # Then one turn task by task, in which at least one class leaves or the slots end.
-        for k in range(classes):
+        for k in np.flatnonzero(in_play.any(axis=0)).tolist():
             take = in_play[:, k] & (slots > 0) & (shares[:, k] < caps[:, k])
             take &= (requests[k] <= room).all(axis=1)
             if across is not None:
