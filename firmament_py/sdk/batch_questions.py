@@ -11,6 +11,7 @@ about classes, resources or jobs feeds arcs every task may need, so any bad row 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import numpy as np
@@ -62,16 +63,12 @@ class BatchQuestions:
     """The batch half of `PolicyManager`: one method per batch hook, named after it, taking
     its arguments by keyword."""
 
+    # What `PolicyManager` provides: its name, the preemption switch, asking a hook (the
+    # policy first, then the defaults) and naming a bad answer.
     name: str
     preemption_enabled: bool
-
-    def _ask(self, hook: str, arguments: dict[str, object]) -> object:
-        raise NotImplementedError  # PolicyManager's
-
-    def _wrong(
-        self, hook: str, arguments: dict[str, object], value: object, why: str
-    ) -> PolicyError:
-        raise NotImplementedError  # PolicyManager's
+    _ask: Callable[[str, dict[str, object]], object]
+    _wrong: Callable[[str, dict[str, object], object, str], PolicyError]
 
     # ------------------------------------------------------------------ about tasks
 
