@@ -210,7 +210,7 @@ def test_graphgen_replaces_a_file_only_with_a_whole_output(
     def full_disk(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device", str(target))
 
-    import firmament_py.cli as cli
+    import firmament_py.cli.dimacs as cli
 
     with monkeypatch.context() as patch:
         patch.setattr(cli, "write_dimacs_changes", full_disk)  # fails after the first part

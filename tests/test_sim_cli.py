@@ -51,7 +51,7 @@ def test_a_synthetic_run_prints_its_summary(tmp_path: Path) -> None:
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "tasks submitted" in result.output and "trivial" in result.output
+    assert "tasks submitted" in result.output and "load-spreading" in result.output
     assert not list((tmp_path / "run").glob("*.png"))
 
 
@@ -189,13 +189,15 @@ def test_an_output_directory_that_cannot_be_made_is_named_before_any_work(
 ) -> None:
     """A file where a directory should go: an error naming it, exit status 1, no traceback,
     and nothing run first."""
-    import firmament_py.cli as cli
+    import firmament_py.cli.experiment as experiment_cli
+    import firmament_py.cli.simulate as simulate_cli
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("ran before finding that its output cannot be written")
 
-    for name in ("run_job", "run_sweep", "run_experiment"):
-        monkeypatch.setattr(cli, name, never)
+    for name in ("run_job", "run_sweep"):
+        monkeypatch.setattr(simulate_cli, name, never)
+    monkeypatch.setattr(experiment_cli, "run_experiment", never)
     (tmp_path / "a-file").write_text("not a directory")
     out = tmp_path / "a-file" / "out"
     result = CliRunner().invoke(main, [*command, str(out)])
@@ -246,7 +248,7 @@ def test_a_failed_sweep_run_is_named_with_its_error(
     quiet: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Quiet, no table shows the failures: the message itself names the first one."""
-    import firmament_py.cli as cli
+    import firmament_py.cli.simulate as cli
     from firmament_py.sim.sweep import SweepRow
 
     class Failed:
@@ -296,7 +298,7 @@ def test_files_that_are_not_text_and_names_that_are_paths_are_named(tmp_path: Pa
 def test_running_out_of_memory_is_an_error_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import firmament_py.cli as cli
+    import firmament_py.cli.simulate as cli
 
     def huge(*args: object, **kwargs: object) -> None:
         raise MemoryError

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from firmament_py.cli_params import FiniteFloat
+from firmament_py.cli.params import FiniteFloat
 from firmament_py.nomora.fitting import FitError, fit_performance, read_measurements
 from firmament_py.nomora.performance import (
     BUILTIN_FUNCTIONS,

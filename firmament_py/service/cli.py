@@ -24,7 +24,7 @@ from firmament_py.service.keys import (
 __all__ = ["keys", "serve"]
 
 
-@click.command()
+@click.command(short_help="Run the scheduling daemon (ZeroMQ + msgpack: docs/protocol.md).")
 @click.option(
     "--bind",
     default="tcp://127.0.0.1:7100",
@@ -125,10 +125,14 @@ def serve(
     err.print(
         f"firmament-py daemon on [bold]{daemon.endpoint}[/] (policy {policy}, solver {solver}, "
         f"journal {escape(str(journal))}: {status['machines']} machines, {status['tasks']} tasks, "
-        f"record {status['seq']})"
+        f"record {status['seq']})",
+        soft_wrap=True,  # one line, also in a log file, where Console would wrap at 80
     )
     daemon.serve()
-    err.print(f"stopped after {daemon.rounds} rounds; journal at record {daemon.service.seq}")
+    err.print(
+        f"stopped after {daemon.rounds} rounds; journal at record {daemon.service.seq}",
+        soft_wrap=True,
+    )
 
 
 @click.group()

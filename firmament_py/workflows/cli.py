@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from firmament_py.cli_params import FiniteFloat, FiniteFloatRange
+from firmament_py.cli.params import FiniteFloat, FiniteFloatRange
 from firmament_py.workflows import ALGORITHMS, schedule_workflow
 from firmament_py.workflows.bounds import branch_bound, lower_bound, ratio, work_bound
 from firmament_py.workflows.files import read_workflow, write_workflow

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from firmament_py.cli_params import FiniteFloatRange
+from firmament_py.cli.params import FiniteFloatRange
 from firmament_py.sdk.discovery import unknown_policy
 from firmament_py.zoe.application import ApplicationError, applications_from_json
 from firmament_py.zoe.capacity import MAX_MACHINES, ClusterCapacity
