@@ -6,9 +6,11 @@ machines standard, every fifth a large one with a GPU; half the racks with SSDs;
 replicated three times across racks), hands a mix of jobs to `Scheduler.handle` as events, and
 runs rounds one simulated second apart until the cluster is quiet. Then churn: a third of the
 running tasks complete, the busiest machine fails (its tasks are re-queued) and new jobs
-arrive; rounds again until quiet. A table per phase compares the policies: tasks placed,
-waiting and refused, machines used, the spread of tasks and of CPU reservations across
-machines, rounds, and time spent in the solver and in whole rounds.
+arrive; rounds again until quiet. Two tables per phase compare the policies, each narrow
+enough for an 80-column terminal: what became of the tasks (placed, waiting, refused, policy
+errors, moved), and how the machines were used and what the rounds cost (machines used, the
+spread of tasks and of CPU reservations across machines, rounds, milliseconds spent in the
+solver and in whole rounds).
 
 The jobs take about half the slots, and every machine has room in every resource for as many
 of the largest tasks as it has slots, so a free slot always has room for any task and policies
@@ -416,29 +418,49 @@ def warm_up(solver: str) -> None:
 # ---------------------------------------------------------------------- output
 
 
-def phase_table(title: str, rows: Sequence[tuple[str, PhaseSummary]]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("policy", "placed", "waiting", "refused", "errors", "moved"):
-        table.add_column(column, justify="left" if column == "policy" else "right")
-    for column in ("machines used", "tasks/machine", "cpu util", "rounds", "solver", "total"):
-        table.add_column(column, justify="right")
+def phase_tables(rows: Sequence[tuple[str, PhaseSummary]]) -> tuple[Table, Table]:
+    """One phase's two tables, a row per policy: the tasks, then the machines and rounds.
+
+    Split in two so that each fits 80 columns with every cell whole: a cell holds one number or
+    range, units go in the headers, and headers are broken into short lines here (were rich left
+    to narrow the columns itself, it would cut words with an ellipsis). The policy column never
+    wraps, so a name is never cut."""
+    tasks = Table(title="tasks", title_justify="left")
+    machines = Table(title="machines and rounds", title_justify="left")
+    for table in (tasks, machines):
+        table.add_column("policy", no_wrap=True)
+    for header in ("placed", "waiting", "of them\nfit", "refused", "errors", "moved"):
+        tasks.add_column(header, justify="right")
+    for header in (
+        "machines\nused",
+        "tasks per\nmachine",
+        "cpu\nutil",
+        "rounds",
+        "solver\nms",
+        "round\nms",
+    ):
+        machines.add_column(header, justify="right")
     for name, s in rows:
-        low, high = s.cpu_utilisation
-        table.add_row(
+        tasks.add_row(
             name,
             f"{s.placed:,}",
-            f"{s.waiting:,} ({s.waiting_that_fit:,} fit)",
+            f"{s.waiting:,}",
+            f"{s.waiting_that_fit:,}",
             f"{s.refused:,}",
             f"{s.task_errors:,}",
             f"{s.moved:,}",
+        )
+        low, high = s.cpu_utilisation
+        machines.add_row(
+            name,
             f"{s.machines_used}/{s.machines}",
             f"{s.tasks_per_machine[0]}-{s.tasks_per_machine[1]}",
             f"{100 * low:.0f}-{100 * high:.0f}%",
             f"{s.rounds}",
-            f"{1000 * s.solver_seconds:.0f} ms",
-            f"{1000 * s.round_seconds:.0f} ms",
+            f"{1000 * s.solver_seconds:,.0f}",
+            f"{1000 * s.round_seconds:,.0f}",
         )
-    return table
+    return tasks, machines
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -504,7 +526,10 @@ def main(argv: Sequence[str] | None = None, *, console: Console | None = None) -
             f"{arrived:,} more tasks arrived",
         )
         for index, title in enumerate(titles):
-            console.print(phase_table(title, [(s.policy, s.phases[index]) for s in summaries]))
+            console.print()
+            console.print(title, style="bold")
+            for table in phase_tables([(s.policy, s.phases[index]) for s in summaries]):
+                console.print(table)
     return 1 if failed else 0
 
 

@@ -93,7 +93,7 @@ def test_every_policy_that_loads_schedules_the_workload_sanely(example: Any, nam
     assert churn.completed > 0
 
 
-def test_the_command_line_prints_a_table_per_phase_and_skips_what_does_not_load(
+def test_the_command_line_prints_two_tables_per_phase_and_skips_what_does_not_load(
     example: Any,
 ) -> None:
     console = Console(record=True, width=200)
@@ -105,7 +105,23 @@ def test_the_command_line_prints_a_table_per_phase_and_skips_what_does_not_load(
     assert "skipped no-such-policy" in output
     assert "12 machines in 2 racks and 1 pods" in output
     assert "After the initial jobs" in output and "After churn" in output
-    assert output.count("│ trivial ") == 2
+    assert output.count("│ trivial ") == 4
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_tables_fit_a_terminal_with_every_cell_whole(example: Any, width: int) -> None:
+    """At 80 columns and at 120, no line is wider than the terminal, no cell or header is cut
+    with an ellipsis, and the longest policy name is shown whole in each of the four tables."""
+    longest = max(available_policies(), key=len)
+    console = Console(record=True, width=width)
+    status = example.main(["--machines", "12", "--policy", longest], console=console)
+    output = console.export_text()
+    assert status == 0, output
+    assert max(len(line) for line in output.splitlines()) <= width, output
+    assert "…" not in output and "..." not in output, output
+    assert output.count(f"│ {longest} ") == 4, output
+    for header in ("placed", "of them", "refused", "moved", "machines", "tasks per", "solver"):
+        assert header in output, (header, output)
 
 
 def test_the_command_line_rejects_bad_arguments(example: Any) -> None:

@@ -104,7 +104,7 @@ def test_the_committed_sample_is_what_the_generator_writes(sample: SampleTrace) 
             committed = (COMMITTED / table / name).read_bytes()
             assert gzip.decompress(committed) == gzip.decompress(written), f"{table}/{name}"
     size = sum(p.stat().st_size for p in COMMITTED.rglob("*") if p.is_file())
-    assert size < 200_000
+    assert size < 100_000  # tens of kilobytes
 
 
 def test_the_sample_uses_every_story_and_event_type(sample: SampleTrace) -> None:
@@ -279,7 +279,9 @@ def test_speedup_divides_times_and_runtimes(sample: SampleTrace, speedup: float)
 def test_a_window_shifts_time_clips_runs_and_starts_with_what_is_alive(
     sample: SampleTrace,
 ) -> None:
-    start, end = WINDOW_START + 1800 * SECOND, WINDOW_START + 4800 * SECOND
+    # One machine of the sample is away from 180 s into the window to 360 s: not in the cluster
+    # at `start`, back by `end`.
+    start, end = WINDOW_START + 200 * SECOND, WINDOW_START + 500 * SECOND
     items = replay(sample.directory, start=start, end=end)
     assert all(0 <= item.time <= end - start for item in items)
     found = arrivals(items)

@@ -315,6 +315,7 @@ def test_options_of_the_other_kind_of_workload_are_refused(tmp_path: Path) -> No
     for command, message in (
         (["--synthetic", "small", "--machine-fraction", "0.5"], "samples a trace"),
         (["--synthetic", "small", "--job-fraction", "0.5"], "samples a trace"),
+        (["--synthetic", "small", "--trace-start", "0"], "where to replay a trace from"),
         (["--trace", trace, "--machines", "5"], "rescale a synthetic workload"),
         (["--trace", trace, "--load", "2"], "rescale a synthetic workload"),
     ):
@@ -383,3 +384,27 @@ def test_a_trace_table_with_no_usable_row_is_an_error(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "machine_events: no row is usable" in result.output
     assert "part-00000-of-00001.csv:1: expected 6 columns" in result.output
+
+
+def test_a_trace_is_replayed_from_where_its_window_opens(tmp_path: Path) -> None:
+    """Simulated time 0 is trace time 600 s by default (the 2011 trace's window opens there):
+    the sample's first arrival after the machines comes within a second of the start; from
+    trace time 0, ten minutes later."""
+    import csv
+
+    def first_arrival_s(*options: str) -> float:
+        out = tmp_path / "-".join(options or ("default",))
+        result = CliRunner().invoke(
+            main,
+            [
+                *("simulate", "--trace", str(SAMPLE), "--duration", "900", "--no-plots"),
+                *("--accounting", "none", "-q", "--out", str(out), *options),
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        with (out / "tasks.csv").open() as rows:
+            submitted = sorted(int(row["submit_us"]) / 1e6 for row in csv.DictReader(rows))
+        return [t for t in submitted if t > 0][0]
+
+    assert first_arrival_s() < 1.0
+    assert 600.0 <= first_arrival_s("--trace-start", "0") < 601.0

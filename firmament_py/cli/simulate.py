@@ -32,9 +32,15 @@ from firmament_py.sim.report import (
     write_summary_json,
     write_tasks_csv,
 )
-from firmament_py.sim.runner import SimulationJob, run_job
+from firmament_py.sim.runner import TRACE_WINDOW_OPENS_S, SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting
-from firmament_py.sim.sweep import DEFAULT_METRIC, check_metric, parse_sweep_arguments, run_sweep
+from firmament_py.sim.sweep import (
+    DEFAULT_METRIC,
+    check_address,
+    check_metric,
+    parse_sweep_arguments,
+    run_sweep,
+)
 from firmament_py.solvers import SolverError
 from firmament_py.solvers.registry import solver_factory
 from firmament_py.solvers.warmup import warm_up
@@ -113,6 +119,14 @@ _WORKLOAD_OPTIONS = [
         help="Keep this fraction of a trace's jobs (chosen by a hash of the job id).",
     ),
     click.option(
+        "--trace-start",
+        type=FiniteFloatRange(0),
+        default=TRACE_WINDOW_OPENS_S,
+        show_default=True,
+        help="Trace seconds to replay a trace from (simulated time 0): the 2011 trace's window "
+        "opens at 600 s, before it is only the cluster as it was.",
+    ),
+    click.option(
         "--strict", is_flag=True, help="Refuse a trace's first bad row instead of skipping it."
     ),
     click.option(
@@ -153,6 +167,7 @@ def _base_job(policy: str, solver: str, workload: dict[str, Any]) -> SimulationJ
             round_interval_s=workload["round_interval"],
             machine_fraction=workload["machine_fraction"],
             job_fraction=workload["job_fraction"],
+            trace_start_s=workload["trace_start"],
             strict=workload["strict"],
             resource_requests=workload["requests"],
         )
@@ -319,6 +334,8 @@ def sweep(
     base = _base_job(policies[0] if policies else DEFAULT_POLICY, "cost-scaling", workload)
     try:
         check_metric(metric)
+        if address is not None:
+            check_address(address)
         spec = parse_sweep_arguments(policies, solvers, params, seeds, base)
     except ValueError as error:
         raise click.UsageError(str(error)) from None

@@ -115,6 +115,7 @@ from firmament_py.sim.workload import TaskArrival, WorkloadItem
 
 __all__ = [
     "TASK_INDEX_BITS",
+    "WINDOW_OPENS",
     "BadRow",
     "MachineEvent",
     "TaskEvent",
@@ -128,6 +129,10 @@ __all__ = [
 
 AFTER_TRACE: Time = INT64_MAX
 """The trace's timestamp for events after its window."""
+
+WINDOW_OPENS: Time = 600_000_000
+"""Where the 2011 trace's window opens (600 s): before it, only the cluster as it was then (the
+rows at time 0). A replay starts here by default."""
 
 TASK_INDEX_BITS = 20
 """A TaskId is ``job_id << TASK_INDEX_BITS | task_index``."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from firmament_py.model.ids import Time
 from firmament_py.scheduler import Scheduler
-from firmament_py.sim.google_trace import BadRow, TraceScale, read_google_trace
+from firmament_py.sim.google_trace import WINDOW_OPENS, BadRow, TraceScale, read_google_trace
 from firmament_py.sim.simulator import (
     MICROSECONDS,
     Accounting,
@@ -36,6 +36,8 @@ _SLOTS_ONLY = TraceScale(cpu_millicores=0, ram_bytes=0, disk_bytes=0)
 # Speed-ups this far from 1 turn a second into more than int64 microseconds, or an arrival
 # rate numpy cannot draw from.
 _SPEEDUPS = (1e-6, 1e6)
+TRACE_WINDOW_OPENS_S = WINDOW_OPENS / MICROSECONDS
+"""The default `trace_start_s`: where the 2011 trace's window opens."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,10 @@ class SimulationJob:
     names the workload; `solver_options` go to the solver's constructor (say,
     `{"arc_prioritisation": False}`); `machines` rescales a synthetic preset, `load` and
     `speedup` change its intensity (for a trace, `speedup` divides its times and
-    `machine_fraction` / `job_fraction` subsample it). Times are seconds of simulated time.
+    `machine_fraction` / `job_fraction` subsample it). Times are seconds of simulated time;
+    a trace is replayed from `trace_start_s` seconds of trace time (default: where the 2011
+    trace's window opens, 600 s, before which it records only the cluster as it was), its
+    simulated time 0.
 
     `resource_requests` False (the default) drops the workload's CPU and RAM requests and
     capacities so that only slots matter, as in Firmament's simulator (section 7.1): a policy
@@ -67,6 +72,7 @@ class SimulationJob:
     round_interval_s: float = 1.0
     machine_fraction: float = 1.0
     job_fraction: float = 1.0
+    trace_start_s: float = TRACE_WINDOW_OPENS_S
     strict: bool = False
     resource_requests: bool = False
     label: str = ""
@@ -91,6 +97,12 @@ class SimulationJob:
         # one expects it to do something.
         if self.trace is None and (self.machine_fraction != 1 or self.job_fraction != 1):
             raise ValueError("a machine or job fraction samples a trace: give --trace too")
+        if self.trace is None and self.trace_start_s != TRACE_WINDOW_OPENS_S:
+            raise ValueError("a trace start says where to replay a trace from: give --trace too")
+        if not 0 <= self.trace_start_s * MICROSECONDS < 2**62:
+            raise ValueError(
+                f"the trace start must lie in [0, 2^62 us), got {self.trace_start_s} s"
+            )
         if self.trace is not None and (self.machines is not None or self.load is not None):
             raise ValueError("machines and load rescale a synthetic workload, not a trace")
         Accounting(self.accounting)  # ValueError names an unknown mode
@@ -122,6 +134,7 @@ class SimulationJob:
     ) -> Iterable[WorkloadItem]:
         """The items to replay, made lazily."""
         if self.trace is not None:
+            start = round(self.trace_start_s * MICROSECONDS)
             return read_google_trace(
                 self.trace,
                 scale=None if self.resource_requests else _SLOTS_ONLY,
@@ -130,7 +143,8 @@ class SimulationJob:
                 speedup=self.speedup,
                 strict=self.strict,
                 on_bad_row=on_bad_row,
-                end=round(self.duration_us * self.speedup),
+                start=start,
+                end=start + round(self.duration_us * self.speedup),
             )
         assert self.synthetic is not None
         changes: dict[str, float | bool] = {"resource_requests": self.resource_requests}

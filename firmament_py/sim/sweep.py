@@ -555,6 +555,25 @@ def check_metric(metric: str) -> str:
     return metric
 
 
+def check_address(address: str) -> str:
+    """`address` if it is a Dask scheduler address ([PROTOCOL://]HOST:PORT, a protocol Dask
+    knows); ValueError naming what is wrong otherwise. Whether a scheduler answers there is
+    found when the sweep connects."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+        if scheme in ("tcp", "tls"):
+            parse_host_port(location)
+    except ValueError as error:
+        raise ValueError(
+            f"--address {address!r} is not a Dask scheduler address: {error}"
+        ) from None
+    return address
+
+
 # ---------------------------------------------------------------------- the result
 
 

@@ -5,16 +5,25 @@ No real sample of the trace may ship with the project, so tests and examples use
 two gzipped part files (``part-0000N-of-00002.csv.gz``), no header, times in microseconds, the
 columns and codes of the v2.1 schema (see `google_trace`). The committed sample in
 ``firmament_py/sim/data/google_sample/`` is its output for the default arguments; the same seed
-always gives the same bytes (gzip headers carry no time or name).
+always gives the same bytes (gzip headers carry no time or name). To write it again::
 
-What it holds, like the real trace: machines added at time 0 (before the window, which opens
-at 600 s) of a few platforms and sizes, and later ones removed, re-added, updated and added;
-jobs of one task and of several, some running since before the window (services that never
-end), the rest submitted during it. Every task follows a "story" that uses the task event
-types: finishing, evicted and resubmitted, failing and resubmitted, failing for good, killed
-while running or while pending, lost, never scheduled, updated while pending and while running,
-and finishing after the window (time 2**63 - 1). Some normalised fields are empty and a few
-rows carry missing info, as in the real trace.
+    python -m firmament_py.sim.trace_sample firmament_py/sim/data/google_sample
+
+What it holds, like the real trace: machines added at time 0 (before the window) of a few
+platforms and sizes, and later ones removed, re-added, updated and added; jobs of one task and
+of many, some running since before the window (services that never end), the rest submitted
+during it. Every task follows a "story" that uses the task event types: finishing, evicted and
+resubmitted, failing and resubmitted, failing for good, killed while running or while pending,
+lost, never scheduled, updated while pending and while running, and finishing after the window
+(time 2**63 - 1). Some normalised fields are empty and a few rows carry missing info, as in the
+real trace. The tasks of a job are submitted together and ask for the same resources.
+
+Where it departs from the real trace: it is dense. The command line replays a trace from where
+its window opens (600 s) for ``--duration`` seconds (600 by default), so the sample's jobs are
+submitted during the window's first ten minutes (`ARRIVALS`), its machines come and go then
+too, and most runs last seconds to minutes (`RUN_LENGTH`): enough work to keep ten machines of
+16 slots busy, with a queue now and then, so that the default run places and completes hundreds
+of tasks.
 
 `write_sample_trace` returns what a correct reader must find (`SampleTrace`): the machines and,
 for every task, its submission time, the runtime the replay should give it and when it is
@@ -26,6 +35,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +44,13 @@ __all__ = ["STORIES", "SampleMachine", "SampleTask", "SampleTrace", "write_sampl
 
 SECOND = 1_000_000
 WINDOW_START = 600 * SECOND
-"""The real trace's window opens at 600 s; events before it have time 0."""
-HORIZON = WINDOW_START + 2 * 3600 * SECOND
-"""The last time of an ordinary event in the sample (two hours of trace)."""
+"""Where the sample's window opens, as the real trace's; events before it have time 0."""
+ARRIVALS = 600 * SECOND
+"""Jobs (other than services) are submitted in the window's first ten minutes."""
+RUN_LENGTH = (5 * SECOND, 900 * SECOND)
+"""A run lasts between these, log-uniformly: half of the runs are shorter than about a minute."""
+HORIZON = WINDOW_START + 3600 * SECOND
+"""No ordinary event of the sample comes later: a run that would end after it is cut short."""
 AFTER_TRACE = 2**63 - 1
 PARTS = 2
 
@@ -56,6 +70,9 @@ STORIES = (
 """How a task's life goes; the first jobs take them in this order, so every one occurs."""
 
 _LATER_STORIES = ("finish",) * 8 + ("evict", "fail", "kill_running", "kill_pending", "lost")
+
+_JOB_SIZES = (1, 1, 1, 1, 2, 2, 3, 4, 6, 10, 16, 30)
+"""Tasks in a job: most jobs have one or two, a few tens (the trace's are heavy-tailed too)."""
 
 # (CPUs, memory) of the machine kinds, normalised to the largest machine (as in the trace).
 _MACHINE_KINDS = ((0.5, 0.2493), (0.5, 0.4995), (0.25, 0.2498), (0.5, 0.749), (1.0, 1.0))
@@ -107,7 +124,7 @@ class SampleTrace:
 
 
 def write_sample_trace(
-    directory: str | Path, *, machines: int = 10, jobs: int = 30, seed: int = 0
+    directory: str | Path, *, machines: int = 10, jobs: int = 80, seed: int = 0
 ) -> SampleTrace:
     """Write a sample trace of `machines` machines (at least 5) and `jobs` jobs (at least one
     per story) under `directory` (created if missing; existing part files are overwritten)."""
@@ -173,23 +190,30 @@ class _Sample:
             self.machine_row(
                 0, machine, 0, f"{rng.choice(platforms)},{_number(cpu)},{_number(ram)}"
             )
-        # One machine leaves for a while, one leaves for good, two change size, one joins late
-        # with its memory unknown (an empty field: the reader takes the largest machine's).
+        # In the first ten minutes of the window: one machine joins late with its memory unknown
+        # (an empty field: the reader takes the largest machine's), one leaves for a while, two
+        # change size, one leaves for good.
         first, second, third, fourth = (m.machine_id for m in self.machines[1:5])
-        away, back, gone = 1800 * SECOND + 17, 2400 * SECOND + 5, 5000 * SECOND + 3
+        joins, away, back = self.at(60) + 7, self.at(180) + 17, self.at(360) + 5
+        late = ids[count]
+        self.machines.append(SampleMachine(late, joins, 0.5, None))
+        self.machine_row(joins, late, 0, f"{platforms[2]},0.5,")
+        self.absent.append((late, 0, joins))
         self.machine_row(away, first, 1, ",,")
         self.machine_row(back, first, 0, f"{platforms[0]},{_number(self.machines[1].cpu)},0.2493")
         self.absent.append((first, away, back))
+        self.machine_row(self.at(240) + 11, third, 2, f"{platforms[1]},0.5,0.4995")
+        self.machine_row(self.at(420) + 13, fourth, 2, f"{platforms[1]},,0.749")
+        self.machine_updates = 2
+        gone = self.at(540) + 3
         self.machine_row(gone, second, 1, ",,")
         self.absent.append((second, gone, AFTER_TRACE))
         self.removed_for_good.append(second)
-        self.machine_row(3000 * SECOND + 11, third, 2, f"{platforms[1]},0.5,0.4995")
-        self.machine_row(3600 * SECOND + 13, fourth, 2, f"{platforms[1]},,0.749")
-        self.machine_updates = 2
-        late = ids[count]
-        self.machines.append(SampleMachine(late, 1200 * SECOND + 7, 0.5, None))
-        self.machine_row(1200 * SECOND + 7, late, 0, f"{platforms[2]},0.5,")
-        self.absent.append((late, 0, 1200 * SECOND + 7))
+
+    @staticmethod
+    def at(seconds: int) -> int:
+        """The trace time `seconds` into the window."""
+        return WINDOW_START + seconds * SECOND
 
     def machine_for(self, start: int, end: int) -> int:
         """A machine in the cluster from `start` to `end`."""
@@ -213,17 +237,25 @@ class _Sample:
         if story == "service":
             submit, priority, tasks = 0, rng.choice((9, 10)), rng.choice((1, 3))
         else:
-            submit = WINDOW_START + rng.randrange(0, 4800 * SECOND)
-            priority, tasks = rng.choice((0, 1, 2, 4, 9)), rng.choice((1, 1, 2, 3, 5))
+            submit = WINDOW_START + rng.randrange(ARRIVALS)
+            priority, tasks = rng.choice((0, 1, 2, 4, 9)), rng.choice(_JOB_SIZES)
         scheduling_class = rng.randrange(4)
+        cpu = round(rng.uniform(0.006, 0.125), 5)
+        ram = round(rng.uniform(0.001, 0.06), 5)
+        disk = round(rng.uniform(0.0001, 0.002), 6)
         ends = []
         for index in range(tasks):
-            cpu = round(rng.uniform(0.006, 0.125), 5)
-            ram = None if rng.random() < 0.1 else round(rng.uniform(0.001, 0.06), 5)
-            disk = None if rng.random() < 0.1 else round(rng.uniform(0.0001, 0.002), 6)
-            fields = (user, scheduling_class, priority, cpu, ram, disk)
-            task_submit = submit if story == "service" else submit + rng.randrange(SECOND)
-            ends.append(self.add_task(job, index, story, task_submit, fields))
+            # A few rows leave the memory or disk request empty, as in the trace.
+            fields = (
+                user,
+                scheduling_class,
+                priority,
+                cpu,
+                None if rng.random() < 0.1 else ram,
+                None if rng.random() < 0.1 else disk,
+            )
+            # A job's tasks are submitted together: the scheduler sees them in one round.
+            ends.append(self.add_task(job, index, story, submit, fields))
         self.order += 1
         common = f"{user},{scheduling_class},{name},{_token(rng)}"
         self.job_rows.append((submit, self.order, f"{submit},,{job},0,{common}"))
@@ -272,7 +304,9 @@ class _Sample:
         def run(since: int, end_event: int, missing: str = "", update: bool = False) -> int:
             """One run from SCHEDULE at `since` to `end_event` (with an UPDATE_RUNNING halfway
             if `update`); return its end."""
-            length = min(rng.randrange(30 * SECOND, 1800 * SECOND), HORIZON - SECOND - since)
+            shortest, longest = RUN_LENGTH
+            drawn = math.exp(rng.uniform(math.log(shortest), math.log(longest)))
+            length = min(round(drawn), HORIZON - SECOND - since)
             machine = self.machine_for(since, since + length)
             self.task_row(since, job, index, machine, 1, fields, missing)
             if update:
@@ -342,3 +376,13 @@ def _write_table(folder: Path, rows: list[tuple[int, int, str]]) -> None:
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed,
         ):
             packed.write(text.encode())
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Write the sample trace (the committed one with the default arguments)."
+    )
+    parser.add_argument("directory", help="where machine_events/, job_events/, ... go")
+    write_sample_trace(parser.parse_args().directory)
