@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import gc
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from firmament_py import cli
+from firmament_py.cli import experiment as experiment_cli
+from firmament_py.cli import main
+from firmament_py.cli import simulate as simulate_cli
 from firmament_py.collector import YOUNG_COLLECTION_THRESHOLD, settled
 from firmament_py.sim import sweep
 from firmament_py.sim.runner import SimulationJob
@@ -41,15 +44,17 @@ def test_settled_leaves_a_process_own_frozen_objects_alone() -> None:
         gc.unfreeze()
 
 
-def test_the_simulate_command_runs_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_simulate_command_runs_settled(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen: list[tuple[int, int, int]] = []
 
     def simulate(*args: Any) -> None:
         seen.append(gc.get_threshold())
 
-    monkeypatch.setattr(cli, "_simulate", simulate)
+    monkeypatch.setattr(simulate_cli, "_simulate", simulate)
     before = gc.get_threshold()
-    result = CliRunner().invoke(cli.main, ["simulate", "--synthetic", "small", "--quiet"])
+    result = CliRunner().invoke(
+        main, ["simulate", "--synthetic", "small", "--quiet", "--out", str(tmp_path)]
+    )
     assert result.exit_code == 0, result.output
     assert seen == [(YOUNG_COLLECTION_THRESHOLD, 20, 20)]
     assert gc.get_threshold() == before
@@ -86,16 +91,20 @@ def test_settled_blocks_nest_and_overlap_across_threads() -> None:
     assert gc.get_freeze_count() == 0
 
 
-def test_the_experiment_command_runs_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_experiment_command_runs_settled(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     seen: list[tuple[int, int, int]] = []
 
     def run_experiment(*args: Any, **kwargs: Any) -> None:
         seen.append(gc.get_threshold())
         raise SolverError("stop here")
 
-    monkeypatch.setattr(cli, "run_experiment", run_experiment)
+    monkeypatch.setattr(experiment_cli, "run_experiment", run_experiment)
     before = gc.get_threshold()
-    result = CliRunner().invoke(cli.main, ["experiment", "fig18", "--scale", "test", "--quiet"])
+    result = CliRunner().invoke(
+        main, ["experiment", "fig18", "--scale", "test", "--quiet", "--out", str(tmp_path)]
+    )
     assert result.exit_code == 1 and "stop here" in result.output
     assert seen == [(YOUNG_COLLECTION_THRESHOLD, 20, 20)]
     assert gc.get_threshold() == before
