@@ -1,6 +1,6 @@
 """NoMora: latency-driven, application-performance-aware scheduling (Popescu and Moore; the
-tech report /work/shared/papers/nomora-techreport.txt and the article
-/work/shared/papers/nomora-article.txt).
+tech report, https://arxiv.org/abs/1903.07114, and the article "Network Latency and Application
+Performance Aware Cluster Scheduling in Data Centers", IEEE Network 36).
 
 * `latency`: latency sources (topology defaults, a replayed trace, live samples) and traces;
 * `performance`: the application performance functions (the paper's four fitted ones and users'

@@ -3,7 +3,7 @@ the application its best predicted performance, from measured latencies and a fu
 performance against latency per application; optionally migrate them as latencies change.
 
 Source: Popescu and Moore, the NoMora tech report (section 5.2, equations 6-10; section 6 for
-gamma) and article (Table 1 of arcs and capacities); /work/shared/papers/nomora-*.txt. No public
+gamma; https://arxiv.org/abs/1903.07114) and article (Table 1 of arcs and capacities). No public
 implementation exists; where the papers leave a detail open this module says what it chose.
 
 The flow network. A job's root task (its first task) is placed first, anywhere: it has an arc

@@ -53,7 +53,8 @@ that is jobs at `L / (R * mean job size)`.
 
 Calibration
 -----------
-Sources: [F] Firmament, OSDI'16 (/work/shared/papers/firmament-osdi16.txt); [R] Reiss et al.,
+Sources: [F] Firmament, OSDI'16
+(https://www.usenix.org/conference/osdi16/technical-sessions/presentation/gog); [R] Reiss et al.,
 "Heterogeneity and dynamicity of clouds at scale: Google trace analysis", SoCC'12, Table 1
 (machine configurations, as reproduced in public analyses of the trace); [T] the ClusterData2011
 documentation (github.com/google/cluster-data); [A] our assumption, where no published number

@@ -1,5 +1,5 @@
 """Zoe's flexible scheduling of analytic applications (Pace et al., "Flexible Scheduling of
-Distributed Analytic Applications"; /work/shared/papers/zoe-flexible-scheduler.txt).
+Distributed Analytic Applications", https://arxiv.org/abs/1611.09528).
 
 Applications made of core components (all needed to make progress) and elastic ones (that only
 speed them up) are admitted and granted resources by the flexible scheduler (Algorithms 1 and
