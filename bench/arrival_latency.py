@@ -11,8 +11,8 @@ places the starting cluster, the second re-asks about every task it placed).
 
 from __future__ import annotations
 
+import argparse
 import csv
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +46,6 @@ def main(directories: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("directories", nargs="+", metavar="SIMULATION_DIR")
+    main(parser.parse_args().directories)

@@ -5,18 +5,28 @@ then check what it wrote (the CSV read back with the csv module, PNG files, the 
 summary), the claims table's rows, and that the measurements hold a point for every series, x
 value and seed the scale asks for. Timings are never compared with anything: they depend on
 the machine.
+
+What a newcomer sees is checked for every experiment, the other papers' included: the claims
+table fits an 80-column terminal, the progress messages do not repeat the experiment's name,
+counts take their plural, and every plot reads at a glance (tests/plot_legibility.py).
 """
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+import math
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 from rich.console import Console
 from rich.table import Table
 
+from firmament_py.sim.experiment import CLAIM_FIELDS
 from firmament_py.sim.experiments import (
     CSV_COLUMNS,
     EXPERIMENTS,
@@ -31,6 +41,7 @@ from firmament_py.sim.experiments import (
     read_result,
     run_experiment,
 )
+from tests.plot_legibility import problems, recording, tick_labels
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -79,15 +90,44 @@ class _Progress:
         self.calls.append((done, total, message))
 
 
+class _Run(NamedTuple):
+    """An experiment's run at the "test" scale: its result, where it wrote, the progress calls
+    it made and the figures it saved."""
+
+    result: ExperimentResult
+    out: Path
+    progress: _Progress
+    figures: list[Figure]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], _Run]:
+    """Runs an experiment the first time a test asks for it, and hands the same run to every
+    test after."""
+    done: dict[str, _Run] = {}
+
+    def run(name: str) -> _Run:
+        if name not in done:
+            out = tmp_path_factory.mktemp(name)
+            progress = _Progress()
+            with recording() as figures:
+                result = run_experiment(name, out, scale="test", progress=progress)
+            done[name] = _Run(result, out, progress, figures)
+        return done[name]
+
+    return run
+
+
 @pytest.fixture(scope="module", params=list(EXPECTED_CLAIMS))
-def run(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[ExperimentResult, Path, _Progress]]:
-    name: str = request.param
-    out = tmp_path_factory.mktemp(name)
-    progress = _Progress()
-    result = run_experiment(name, out, scale="test", progress=progress)
-    yield result, out, progress
+def run(request: pytest.FixtureRequest, runs: Callable[[str], _Run]) -> _Run:
+    """Each of Firmament's figures."""
+    return runs(request.param)
+
+
+@pytest.fixture(scope="module", params=experiment_names())
+def any_run(request: pytest.FixtureRequest, runs: Callable[[str], _Run]) -> _Run:
+    """Each experiment, the other papers' included."""
+    return runs(request.param)
 
 
 # ---------------------------------------------------------------------- the registry
@@ -131,8 +171,8 @@ def test_unknown_scale_is_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- what a run writes
 
 
-def test_files(run: tuple[ExperimentResult, Path, _Progress]) -> None:
-    result, out, _ = run
+def test_files(run: _Run) -> None:
+    result, out = run.result, run.out
     name = result.name
     assert result.csv_path == out / f"{name}.csv"
     assert [p.name for p in result.plot_paths] == PLOTS[name]
@@ -147,8 +187,8 @@ def test_files(run: tuple[ExperimentResult, Path, _Progress]) -> None:
     assert "| claim | paper | ours | why they differ |" in summary
 
 
-def test_csv_holds_every_measurement(run: tuple[ExperimentResult, Path, _Progress]) -> None:
-    result, _, _ = run
+def test_csv_holds_every_measurement(run: _Run) -> None:
+    result = run.result
     with result.csv_path.open(newline="", encoding="utf-8") as file:
         rows = list(csv.DictReader(file))
     assert tuple(rows[0].keys()) == CSV_COLUMNS
@@ -160,8 +200,8 @@ def test_csv_holds_every_measurement(run: tuple[ExperimentResult, Path, _Progres
         assert (row["metric"], float(row["value"]), row["note"]) == (m.metric, m.value, m.note)
 
 
-def test_read_result_gives_the_run_back(run: tuple[ExperimentResult, Path, _Progress]) -> None:
-    result, _, _ = run
+def test_read_result_gives_the_run_back(run: _Run) -> None:
+    result = run.result
     again = read_result(result.csv_path)
     assert (again.name, again.scale, again.title) == (result.name, result.scale, result.title)
     assert again.measurements == result.measurements
@@ -178,36 +218,136 @@ def test_read_result_refuses_other_files(tmp_path: Path) -> None:
         read_result(other)
 
 
-def test_claims_table(run: tuple[ExperimentResult, Path, _Progress]) -> None:
-    result, _, _ = run
+def test_claims_table(run: _Run) -> None:
+    """A block per claim: its lines labelled claim, paper, ours and why they differ; the scale
+    once, below the table."""
+    result = run.result
     assert [c.claim for c in result.claims] == EXPECTED_CLAIMS[result.name]
     for claim in result.claims:
         assert claim.paper and claim.ours and claim.why
     table = result.table
     assert isinstance(table, Table)
-    assert [column.header for column in table.columns] == [
-        "claim",
-        "paper",
-        "ours",
-        "scale",
-        "why they differ",
-    ]
-    assert table.row_count == len(EXPECTED_CLAIMS[result.name])
-    assert list(table.columns[0].cells) == EXPECTED_CLAIMS[result.name]
-    assert set(table.columns[3].cells) == {result.scale_description}
+    assert table.row_count == len(CLAIM_FIELDS) * len(result.claims)
+    labels, texts = (list(column.cells) for column in table.columns)
+    assert labels == list(CLAIM_FIELDS) * len(result.claims)
+    assert texts == [text for c in result.claims for text in (c.claim, c.paper, c.ours, c.why)]
+    assert isinstance(table.caption, str)
+    assert table.caption.startswith(f"scale test: {result.scale_description}")
     console = Console(record=True, width=160)
     console.print(table)
     console.print(result.medians_table())
     assert EXPECTED_CLAIMS[result.name][0][:20] in console.export_text()
 
 
-def test_progress_counts_every_step(run: tuple[ExperimentResult, Path, _Progress]) -> None:
-    _, _, progress = run
+def _blocks(rendered: str) -> list[list[str]]:
+    """The lines of a rendered rich table between its horizontal rules (a row or a section)."""
+    blocks: list[list[str]] = [[]]
+    for line in rendered.splitlines():
+        if line.startswith(("├", "┡", "┏", "┌", "└")):
+            blocks.append([])
+        elif line.startswith(("│", "┃")):
+            blocks[-1].append(line)
+    return [block for block in blocks if block]
+
+
+def test_claims_fit_an_80_column_terminal(any_run: _Run) -> None:
+    """At 80 columns each claim's text flows at some 50 characters a line: a claim block is no
+    taller than its text / 45 lines, plus a line per field. The table of five columns wrapped
+    every cell at 15 characters: Figure 7's first claim took 19 lines for 477 characters."""
+    result = any_run.result
+    console = Console(record=True, width=80)
+    console.print(result.table)
+    rendered = console.export_text()
+    assert max(len(line) for line in rendered.splitlines()) <= 80
+    blocks = _blocks(rendered)
+    assert len(blocks) == len(result.claims)
+    for claim, block in zip(result.claims, blocks, strict=True):
+        text = len(claim.claim) + len(claim.paper) + len(claim.ours) + len(claim.why)
+        assert len(block) <= math.ceil(text / 45) + len(CLAIM_FIELDS), (claim.claim, block)
+
+
+def test_medians_fit_an_80_column_terminal(any_run: _Run) -> None:
+    """Eight variants at three sizes are eight rows, not eight squeezed columns; no value is
+    broken over two lines."""
+    result = any_run.result
+    table = result.medians_table()
+    console = Console(record=True, width=80)
+    console.print(table)
+    rendered = console.export_text()
+    assert "…" not in rendered
+    _, body = _blocks(rendered)  # the header, then a line per row
+    assert len(body) == table.row_count, rendered
+
+
+def test_progress_counts_every_step(any_run: _Run) -> None:
+    progress = any_run.progress
     assert progress.calls
     total = progress.calls[0][1]
     assert [done for done, _, _ in progress.calls] == list(range(1, total + 1))
     assert {t for _, t, _ in progress.calls} == {total}
-    assert all(message.startswith("fig") for _, _, message in progress.calls)
+
+
+def test_progress_messages_leave_the_name_to_the_caller(any_run: _Run) -> None:
+    """The command line shows "NAME: MESSAGE"; a message that named the experiment again read
+    "fig7: fig7: ssp, 16 machines, seed 0"."""
+    name = any_run.result.name
+    for _, _, message in any_run.progress.calls:
+        assert name not in message
+        assert not re.match(r"[\w-]+: ", message), message
+
+
+_ONE_OF_MANY = re.compile(
+    r"(?<![\d.,])1 (seeds|rounds|job rounds|races|sizes|data sets|workflows|tasks|machines|"
+    r"runs|applications|values)\b"
+)
+"""A count of one with a plural noun. ("1 racks" is left out: it comes from
+`NomoraSetup.describe`, in firmament_py/nomora/simulation.py, "2 pods of 1 racks".)"""
+
+
+def test_counts_take_their_plural(any_run: _Run) -> None:
+    """Everything a run prints and draws: the claims, the medians, the Markdown summary and the
+    plots' titles and labels ("1 seed", "0 of 1 job round", never "1 seeds" nor "seed(s)")."""
+    result = any_run.result
+    console = Console(record=True, width=400)
+    console.print(result.table)
+    console.print(result.medians_table())
+    texts = [console.export_text(), result.markdown()]
+    texts += [text.get_text() for figure in any_run.figures for text in figure.findobj(Text)]
+    found = [match.group(0) for text in texts for match in _ONE_OF_MANY.finditer(text)]
+    found += [match.group(0) for text in texts for match in re.finditer(r"\w+\(s\)", text)]
+    assert found == []
+
+
+def test_plots_read_at_a_glance(any_run: _Run) -> None:
+    """Nothing clipped, no tick labels on top of each other or in powers of ten, no legend over
+    the data (tests/plot_legibility.py)."""
+    assert len(any_run.figures) == len(any_run.result.plot_paths)
+    for figure, path in zip(any_run.figures, any_run.result.plot_paths, strict=True):
+        assert problems(figure) == [], path.name
+
+
+def test_fig7_ticks_every_machine_count_and_reads_its_runtimes_plainly(
+    runs: Callable[[str], _Run],
+) -> None:
+    """Before: the machines axis read 8x10^0, 9x10^0, 10^1 with no tick at 16, and runtimes
+    read 4x10^-4 s."""
+    fig7 = runs("fig7")
+    params = EXPERIMENTS["fig7"].scales["test"]
+    assert isinstance(params, Fig7Params)
+    (figure,) = fig7.figures
+    (axes,) = figure.axes
+    assert list(axes.xaxis.get_majorticklocs()) == list(params.machines)
+    assert tick_labels(axes.xaxis) == [f"{m:,}" for m in params.machines]
+    assert re.fullmatch(r"algorithm runtime \[(µs|ms|s)\]", axes.get_ylabel())
+    runtimes = tick_labels(axes.yaxis)
+    assert runtimes and all(re.fullmatch(r"[\d,.]+", label) for label in runtimes), runtimes
+
+
+def test_fig9_ticks_every_job_size(runs: Callable[[str], _Run]) -> None:
+    params = EXPERIMENTS["fig9"].scales["test"]
+    assert isinstance(params, Fig9Params)
+    ((axes,),) = [figure.axes for figure in runs("fig9").figures]
+    assert tick_labels(axes.xaxis) == [f"{size:,}" for size in params.job_sizes]
 
 
 # ---------------------------------------------------------------------- points for everything
@@ -223,8 +363,8 @@ def _grid(
     return {(s, x, seed) for s in series for x in xs for seed in seeds}
 
 
-def test_every_series_has_every_point(run: tuple[ExperimentResult, Path, _Progress]) -> None:
-    result, _, _ = run
+def test_every_series_has_every_point(run: _Run) -> None:
+    result = run.result
     params = EXPERIMENTS[result.name].scales["test"]
     if isinstance(params, Fig7Params):
         expected = {
@@ -304,8 +444,8 @@ def test_every_series_has_every_point(run: tuple[ExperimentResult, Path, _Progre
         assert _points(result, "algorithm_s") == expected
 
 
-def test_medians_cover_the_grid(run: tuple[ExperimentResult, Path, _Progress]) -> None:
-    result, _, _ = run
+def test_medians_cover_the_grid(run: _Run) -> None:
+    result = run.result
     metric = EXPERIMENTS[result.name].summary_metrics[0]
     medians = result.medians(metric)
     assert set(medians) == {(s, x) for s, x, _ in _points(result, metric)}

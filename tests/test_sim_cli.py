@@ -404,7 +404,7 @@ def test_a_trace_is_replayed_from_where_its_window_opens(tmp_path: Path) -> None
         assert result.exit_code == 0, result.output
         with (out / "tasks.csv").open() as rows:
             submitted = sorted(int(row["submit_us"]) / 1e6 for row in csv.DictReader(rows))
-        return [t for t in submitted if t > 0][0]
+        return next(t for t in submitted if t > 0)
 
     assert first_arrival_s() < 1.0
     assert 600.0 <= first_arrival_s("--trace-start", "0") < 601.0

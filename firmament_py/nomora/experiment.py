@@ -34,7 +34,7 @@ from firmament_py.sim.experiment import (
     new_figure,
     save_figure,
 )
-from firmament_py.sim.report import format_duration
+from firmament_py.sim.report import format_duration, legend_below, log_time_axis, plural
 
 __all__ = ["NOMORA_GOOGLE", "NomoraParams"]
 
@@ -69,7 +69,7 @@ class NomoraParams:
 
 
 def _describe(p: NomoraParams) -> str:
-    return f"{p.setup.describe()}, {len(p.seeds)} seed(s)"
+    return f"{p.setup.describe()}, {plural(len(p.seeds), 'seed')}"
 
 
 def _steps(p: NomoraParams) -> int:
@@ -118,7 +118,7 @@ def _measure(p: NomoraParams, tracker: Tracker) -> list[Measurement]:
         for series in p.series:
             run = run_nomora(setup, POLICIES[series])
             out += _measurements(run, series, seed)
-            tracker.step(f"nomora-google: {series}, seed {seed}")
+            tracker.step(f"{series}, seed {seed}")
     return out
 
 
@@ -237,8 +237,11 @@ def _cdf_plot(
     x_label: str,
     path: Path,
     *,
-    log: bool = False,
+    durations: bool = False,
 ) -> Path:
+    """The CDF of `metric`'s percentiles (medians over seeds), a line per series. With
+    `durations` the x axis holds seconds: a log axis in the unit that reads best, `x_label`
+    naming the quantity without a unit."""
     figure, axes = new_figure(title, x_label, "CDF")
     medians = medians_of(measurements, metric)
     for index, series in enumerate(p.series):
@@ -253,9 +256,10 @@ def _cdf_plot(
             label=label,
             color=f"C{index}",
         )
-    if log:
-        axes.set_xscale("log")
-    axes.legend(fontsize="small")
+    if durations:
+        values = [value for (series, _), value in medians.items() if series in p.series]
+        log_time_axis(axes, "x", values, x_label)
+    legend_below(figure, axes)
     return save_figure(figure, path)
 
 
@@ -274,18 +278,18 @@ def _plot(p: NomoraParams, measurements: list[Measurement], out: Path, name: str
             measurements,
             "algorithm_s",
             "Figure 7: algorithm runtime per round",
-            "algorithm runtime [s]",
+            "algorithm runtime",
             out / f"{name}-runtime.png",
-            log=True,
+            durations=True,
         ),
         _cdf_plot(
             p,
             measurements,
             "placement_s",
             "Figure 9: task placement latency",
-            "placement latency [s]",
+            "placement latency",
             out / f"{name}-placement.png",
-            log=True,
+            durations=True,
         ),
     ]
     figure, axes = new_figure(
@@ -298,8 +302,10 @@ def _plot(p: NomoraParams, measurements: list[Measurement], out: Path, name: str
     axes.scatter(
         range(len(names)), [tops.get((s, 0.0), 0.0) for s in names], color="C3", label="p99"
     )
-    axes.set_xticks(range(len(names)), [POLICIES[s].label for s in names], fontsize="x-small")
-    axes.legend(fontsize="small")
+    # Side by side, "NoMora 105/110, preemption" and its neighbour overlap: a line per part.
+    labels = [POLICIES[s].label.replace(", ", "\n") for s in names]
+    axes.set_xticks(range(len(names)), labels, fontsize="small")
+    legend_below(figure, axes)
     paths.append(save_figure(figure, out / f"{name}-migrations.png"))
     return paths
 

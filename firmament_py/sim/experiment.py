@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "CLAIM_FIELDS",
     "CSV_COLUMNS",
     "SCALES",
     "Claim",
@@ -59,7 +60,9 @@ SCALES: tuple[str, ...] = ("test", "quick", "full")
 2-core VM, "full" in up to tens of minutes (docs/experiments.md lists them)."""
 
 Progress = Callable[[int, int, str], None]
-"""Called as `progress(done, total, message)` after each unit of work (a solve, a simulation)."""
+"""Called as `progress(done, total, message)` after each unit of work (a solve, a simulation).
+The message says what was just done ("ssp, 16 machines, seed 0") without the experiment's name,
+which the caller knows and shows beside it."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,13 @@ class Claim:
     ours: str
     why: str
 
+
+_SERIES_COLUMNS = 4
+"""The most series a medians table shows as columns: four of them and a column of x values
+fit 80 columns; eight do not."""
+
+CLAIM_FIELDS: tuple[str, ...] = ("claim", "paper", "ours", "why they differ")
+"""The labels of a claim's lines in `ExperimentResult.table`, in order."""
 
 CSV_COLUMNS: tuple[str, ...] = (
     "experiment",
@@ -146,31 +156,49 @@ class ExperimentResult:
 
     @property
     def table(self) -> Table:
-        """The key claims: the paper's number, ours, the scale, and why they differ."""
-        table = Table(title=f"{self.name}: {self.title}", show_lines=True)
-        table.add_column("claim", style="bold", ratio=2)
-        table.add_column("paper", ratio=2)
-        table.add_column("ours", ratio=3)
-        table.add_column("scale", ratio=2)
-        table.add_column("why they differ", ratio=3)
+        """The key claims, a block each: the claim, then the paper's number, ours and why they
+        differ, one under the other; the scale (the same for every claim) and the wall time
+        below the table.
+
+        A block per claim rather than a column per field: five columns of prose share an
+        80-column terminal at 15 characters each and wrap every cell to a score of lines,
+        where a column of labels and a column of text give the text some 60."""
+        table = Table(title=f"{self.name}: {self.title}", show_header=False)
+        table.add_column("field", style="bold", no_wrap=True)
+        table.add_column("text")
         for claim in self.claims:
-            table.add_row(claim.claim, claim.paper, claim.ours, self.scale_description, claim.why)
-        table.caption = f"scale {self.scale}; wall time {self.wall_seconds:,.0f} s"
+            table.add_row(CLAIM_FIELDS[0], claim.claim, style="bold")
+            table.add_row(CLAIM_FIELDS[1], claim.paper)
+            table.add_row(CLAIM_FIELDS[2], claim.ours)
+            table.add_row(CLAIM_FIELDS[3], claim.why, end_section=True)
+        wall = f"; wall time {self.wall_seconds:,.0f} s" if self.wall_seconds > 0 else ""
+        table.caption = f"scale {self.scale}: {self.scale_description}{wall}"
+        table.caption_justify = "left"
         return table
 
     def _main_metric(self) -> str:
         return self.summary_metrics[0] if self.summary_metrics else self.metrics()[0]
 
     def medians_table(self, metric: str | None = None) -> Table:
-        """Medians over seeds of `metric` (default: the main one), series by x."""
+        """Medians over seeds of `metric` (default: the main one): a row per x value and a
+        column per series; with more series than `_SERIES_COLUMNS` and than x values, a row
+        per series and a column per x value instead, so that eight variants at three sizes fit
+        80 columns. A value ("1,402.95 s") never wraps."""
         metric = metric if metric is not None else self._main_metric()
         medians = self.medians(metric)
         xs = self.xs(metric)
-        table = Table(title=f"{self.name}: median {metric} by {self.x_label}")
-        table.add_column(self.x_label, justify="right", style="bold")
         names = self.series(metric)
+        table = Table(title=f"{self.name}: median {metric} by {self.x_label}")
+        if len(names) > max(_SERIES_COLUMNS, len(xs)):
+            table.add_column("series", style="bold")
+            for x in xs:
+                table.add_column(format_number(x), justify="right", no_wrap=True)
+            for name in names:
+                table.add_row(name, *(format_value(metric, medians.get((name, x))) for x in xs))
+            return table
+        table.add_column(self.x_label, justify="right", style="bold")
         for name in names:
-            table.add_column(name, justify="right")
+            table.add_column(name, justify="right", no_wrap=True)
         for x in xs:
             table.add_row(
                 format_number(x), *(format_value(metric, medians.get((name, x))) for name in names)
@@ -347,7 +375,9 @@ def read_rows(path: str | Path) -> tuple[str, str, list[dict[str, str]]]:
 # ---------------------------------------------------------------------- plots
 
 
-def new_figure(title: str, x_label: str, y_label: str) -> tuple[Figure, Axes]:
+def new_figure(title: str, x_label: str, y_label: str = "") -> tuple[Figure, Axes]:
+    """A 6.4 x 4.2-inch figure of one plot, its axes labelled; no `y_label` when a duration
+    axis is to be labelled with its unit by `firmament_py.sim.report.log_time_axis`."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6.4, 4.2), dpi=100, layout="constrained")

@@ -63,7 +63,13 @@ from firmament_py.sim.experiment import (
     plot_medians,
     save_figure,
 )
-from firmament_py.sim.report import format_duration
+from firmament_py.sim.report import (
+    format_duration,
+    legend_below,
+    log_time_axis,
+    plural,
+    ticks_at,
+)
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import (
     MICROSECONDS,
@@ -151,6 +157,16 @@ def _plot_medians(
     plot_medians(axes, measurements, metric, series, labels=_ALGORITHM_LABELS, colours=_COLOURS)
 
 
+def _values(measurements: Iterable[Measurement], metric: str) -> list[float]:
+    """Every measured value of `metric` (what a plot's axis must show)."""
+    return [m.value for m in measurements if m.metric == metric]
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    """How many seeds each point was measured with: "1 seed", "3 seeds"."""
+    return plural(len(seeds), "seed")
+
+
 # ---------------------------------------------------------------------- Figure 7
 
 
@@ -176,12 +192,14 @@ def _fig7_describe(p: Fig7Params) -> str:
     return (
         f"{_span(p.machines)} machines x {p.slots_per_machine} slots, "
         f"{p.running:.0%} running + {p.waiting_fraction:.0%} waiting, "
-        f"SSP up to {p.ssp_max_machines:,} machines, {len(p.seeds)} seeds"
+        f"SSP up to {p.ssp_max_machines:,} machines, {_seeds(p.seeds)}"
     )
 
 
 def _span(values: Sequence[float]) -> str:
-    return f"{format_number(min(values))}-{format_number(max(values))}"
+    """The values' range, "8-16"; "30" when they are all one value, not "30-30"."""
+    low, high = format_number(min(values)), format_number(max(values))
+    return low if low == high else f"{low}-{high}"
 
 
 def _fig7_steps(p: Fig7Params) -> int:
@@ -219,7 +237,7 @@ def _fig7_measure(p: Fig7Params, tracker: Tracker) -> list[Measurement]:
                     solver.close()
                 costs[algorithm] = result.cost
                 out.append(Measurement(algorithm, machines, seed, "algorithm_s", result.wall_time))
-                tracker.step(f"fig7: {algorithm}, {machines:,} machines, seed {seed}")
+                tracker.step(f"{algorithm}, {machines:,} machines, seed {seed}")
             _check_costs(costs, f"{machines} machines, seed {seed}")
     return out
 
@@ -240,7 +258,8 @@ def _fig7_claims(p: Fig7Params, measurements: list[Measurement]) -> list[Claim]:
             "Relaxation is the fastest algorithm on Quincy graphs",
             "fastest at every size; < 200 ms at 12,500 machines, about 100x faster than cost "
             "scaling (Quincy's)",
-            f"fastest at {len(fastest)} of {len(p.machines)} sizes; at {largest:,} machines "
+            f"fastest at {len(fastest)} of {plural(len(p.machines), 'size')}; at {largest:,} "
+            "machines "
             f"relaxation {format_duration(relax)}, cost scaling {format_duration(cs)} "
             f"({_times(_ratio(cs, relax))} slower)",
             f"Same order of magnitude for relaxation; our cost scaling (alpha 9, partial "
@@ -278,12 +297,12 @@ def _fig7_plot(p: Fig7Params, measurements: list[Measurement], out: Path, name: 
         "Figure 7: algorithm runtime vs cluster size\n"
         f"Quincy-shaped graphs, {p.running:.0%} of slots running, solved from scratch",
         "machines",
-        "algorithm runtime [s]",
     )
     _plot_medians(axes, measurements, "algorithm_s", p.algorithms)
     axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.legend(loc="upper left")
+    ticks_at(axes.xaxis, p.machines)
+    log_time_axis(axes, "y", _values(measurements, "algorithm_s"), "algorithm runtime")
+    legend_below(figure, axes)
     return [save_figure(figure, out / f"{name}.png")]
 
 
@@ -399,7 +418,7 @@ class Fig9Params:
 def _fig9_describe(p: Fig9Params) -> str:
     return (
         f"{p.machines:,} machines x 24 slots at {p.slot_utilisation:.0%}, load-spreading, "
-        f"jobs of {_span(p.job_sizes)} tasks, {len(p.seeds)} seeds"
+        f"jobs of {_span(p.job_sizes)} tasks, {_seeds(p.seeds)}"
     )
 
 
@@ -419,7 +438,7 @@ def _fig9_measure(p: Fig9Params, tracker: Tracker) -> list[Measurement]:
                 out.append(Measurement(algorithm, size, seed, "algorithm_s", r.algorithm_seconds))
                 out.append(Measurement(algorithm, size, seed, "round_s", r.round_seconds))
                 out.append(Measurement(algorithm, size, seed, "placed", r.placed))
-            tracker.step(f"fig9: {algorithm}, seed {seed}")
+            tracker.step(f"{algorithm}, seed {seed}")
     return out
 
 
@@ -484,14 +503,14 @@ def _fig9_plot(p: Fig9Params, measurements: list[Measurement], out: Path, name: 
     figure, axes = new_figure(
         "Figure 9: one job of growing size, load-spreading policy\n"
         f"{p.machines:,} machines at {p.slot_utilisation:.0%} of slots (median of "
-        f"{len(p.seeds)} seeds)",
+        f"{_seeds(p.seeds)})",
         "tasks in the arriving job",
-        "algorithm runtime of its round [s]",
     )
     _plot_medians(axes, measurements, "algorithm_s", p.algorithms)
     axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.legend(loc="upper left")
+    ticks_at(axes.xaxis, p.job_sizes)
+    log_time_axis(axes, "y", _values(measurements, "algorithm_s"), "algorithm runtime of its round")
+    legend_below(figure, axes)
     return [save_figure(figure, out / f"{name}.png")]
 
 
@@ -569,10 +588,10 @@ def _fig816_describe(p: Fig816Params) -> str:
     return (
         f"Fig. 8: {p.snapshot_machines:,} machines x {p.slots_per_machine} slots at "
         f"{p.snapshot_utilisation:.0%} + one job to {_span([100 * u for u in p.utilisations])}%"
-        f", {len(p.seeds)} seeds; Fig. 16: {p.replay_machines:,} machines at "
+        f", {_seeds(p.seeds)}; Fig. 16: {p.replay_machines:,} machines at "
         f"{p.replay_utilisation:.0%}, arrivals x{p.burst_factor:g} in "
         f"[{p.burst_start_s:g}, {p.burst_end_s:g}) s, {p.horizon_s:g} s, "
-        f"{len(p.replay_seeds)} seed(s)"
+        f"{_seeds(p.replay_seeds)}"
     )
 
 
@@ -583,6 +602,11 @@ def _fig816_steps(p: Fig816Params) -> int:
 def _fig816_measure(p: Fig816Params, tracker: Tracker) -> list[Measurement]:
     _warm_up(p.algorithms)
     return _fig8_snapshots(p, tracker) + _fig16_replays(p, tracker)
+
+
+def _fig8_xs(p: Fig816Params) -> list[float]:
+    """Figure 8's x values: the utilisations with the job, in percent."""
+    return [round(100 * utilisation, 3) for utilisation in p.utilisations]
 
 
 def _fig8_snapshots(p: Fig816Params, tracker: Tracker) -> list[Measurement]:
@@ -631,7 +655,7 @@ def _fig8_snapshots(p: Fig816Params, tracker: Tracker) -> list[Measurement]:
                 for solver in solvers.values():
                     solver.close()
             _check_costs(costs, f"{utilisation:.0%} utilisation, seed {seed}")
-            tracker.step(f"fig8: {utilisation:.0%} of slots, seed {seed}")
+            tracker.step(f"Fig. 8, job to {utilisation:.0%} of slots, seed {seed}")
     return out
 
 
@@ -646,7 +670,7 @@ def _fig16_replays(p: Fig816Params, tracker: Tracker) -> list[Measurement]:
     for seed in p.replay_seeds:
         for algorithm in p.algorithms:
             out += _replay(p, algorithm, seed)
-            tracker.step(f"fig16: {algorithm}, seed {seed}")
+            tracker.step(f"Fig. 16, {algorithm}, seed {seed}")
     return out
 
 
@@ -814,7 +838,7 @@ def _fig816_claims(p: Fig816Params, measurements: list[Measurement]) -> list[Cla
                 f"{format_duration(phase(a, lambda ph: ph.before))} / {format_duration(during[a])}"
                 for a in p.algorithms
             )
-            + f" (relaxation won {relax_wins} of {len(winners)} races)",
+            + f" (relaxation won {relax_wins} of {plural(len(winners), 'race')})",
             (
                 "The race's relaxation runs incrementally and stays fast under "
                 "oversubscription here, so the race mostly follows it, not cost scaling"
@@ -866,7 +890,7 @@ def _fig8_race_claim(
 
     def won(algorithm: str, fitting: bool) -> str:
         rounds = [w for (x, _), w in winners.items() if (x <= 100) == fitting]
-        return f"{sum(w == algorithm for w in rounds)} of {len(rounds)}"
+        return f"{sum(w == algorithm for w in rounds)} of {plural(len(rounds), 'job round')}"
 
     overheads = [
         medians[("race", u)] / min(medians[("relaxation", u)], medians[("cost-scaling", u)])
@@ -877,7 +901,7 @@ def _fig8_race_claim(
     return Claim(
         "Fig. 8: the race answers with the faster algorithm",
         "Firmament takes whichever algorithm finishes first (section 6.1)",
-        f"relaxation won {won('relaxation', True)} job rounds up to 100%, cost scaling "
+        f"relaxation won {won('relaxation', True)} up to 100%, cost scaling "
         f"{won('cost-scaling', False)} above; race / faster algorithm alone: median "
         f"{_times(overhead)}",
         "Racing costs here: both workers apply every batch on a 2-core VM shared with the "
@@ -892,14 +916,14 @@ def _fig816_plot(
     figure, axes = new_figure(
         "Figure 8: one job pushes a cluster towards oversubscription\n"
         f"Quincy-shaped graph, {p.snapshot_machines:,} machines at "
-        f"{p.snapshot_utilisation:.0%} before the job (median of {len(p.seeds)} seeds)",
+        f"{p.snapshot_utilisation:.0%} before the job (median of {_seeds(p.seeds)})",
         "slot utilisation with the job [%]",
-        "runtime of the job's round [s]",
     )
     _plot_medians(axes, measurements, "job_round_s", p.algorithms)
     axes.axvline(100, color="grey", linestyle=":", linewidth=1)
-    axes.set_yscale("log")
-    axes.legend(loc="upper left")
+    ticks_at(axes.xaxis, [*_fig8_xs(p), 100])  # 100: where the dotted line marks a full cluster
+    log_time_axis(axes, "y", _values(measurements, "job_round_s"), "runtime of the job's round")
+    legend_below(figure, axes)
     paths = [save_figure(figure, out / f"{name}-fig8.png")]
 
     from matplotlib.figure import Figure
@@ -926,6 +950,8 @@ def _fig816_plot(
             [v for _, v, k in rows if k == "round_s"],
             color=colour,
             linewidth=0.9,
+            marker=".",
+            markersize=3,  # a run of one round (a slow race's first) is a point, not a line
             label=label,
         )
         bottom.step(
@@ -938,9 +964,9 @@ def _fig816_plot(
     for axes_ in (top, bottom):
         axes_.axvspan(p.burst_start_s, p.burst_end_s, color="grey", alpha=0.15)
         axes_.grid(True, alpha=0.3)
-    top.set_yscale("log")
-    top.set_ylabel("solver runtime per round [s]")
-    top.legend(loc="upper right", fontsize="small")
+    replay = [m.value for m in measurements if m.metric == "round_s" and m.seed == seed]
+    log_time_axis(top, "y", replay, "solver runtime per round")
+    legend_below(figure, top)
     bottom.set_ylabel("tasks waiting")
     bottom.set_xlabel("simulated time [s]")
     paths.append(save_figure(figure, out / f"{name}-fig16.png"))
@@ -1028,7 +1054,7 @@ class Fig18Params:
 def _fig18_describe(p: Fig18Params) -> str:
     return (
         f"{p.machines:,} machines, {p.policy}, speed-up {_span(p.speedups)}x, about "
-        f"{p.arrivals:,} arriving tasks per run, {len(p.seeds)} seed(s)"
+        f"{p.arrivals:,} arriving tasks per run, {_seeds(p.seeds)}"
     )
 
 
@@ -1053,7 +1079,7 @@ def _fig18_measure(p: Fig18Params, tracker: Tracker) -> list[Measurement]:
                     seed=seed,
                 )
                 out += _latencies(run_job(job), algorithm, speedup, seed)
-                tracker.step(f"fig18: {algorithm}, {speedup:g}x, seed {seed}")
+                tracker.step(f"{algorithm}, {speedup:g}x, seed {seed}")
     return out
 
 
@@ -1139,11 +1165,11 @@ def _fig18_plot(
         "Figure 18: placement latency vs speed-up\n"
         f"{p.machines:,} machines, {p.policy} (bars: p25-p75, whiskers p1-p99, x: max)",
         "speed-up of batch runtimes and arrivals",
-        "task placement latency [s]",
     )
     medians = {metric: medians_of(measurements, metric) for metric, _ in _PERCENTILES}
     speeds = sorted(p.speedups)
     width = 0.8 / max(1, len(p.algorithms))
+    floor = 1e-6  # a latency of 0 (placed in the round it arrived) drawn at 1 µs
     for index, algorithm in enumerate(p.algorithms):
         colour = _COLOURS.get(algorithm, f"C{index}")
         positions = [i + (index - (len(p.algorithms) - 1) / 2) * width for i in range(len(speeds))]
@@ -1152,7 +1178,6 @@ def _fig18_plot(
             p1, p25, p50, p75, p99, top = (values[metric] for metric, _ in _PERCENTILES)
             if p50 is None or p1 is None or p25 is None or p75 is None or p99 is None:
                 continue
-            floor = 1e-6
             axes.vlines(position, max(p1, floor), max(p99, floor), color=colour, linewidth=1)
             axes.bar(
                 position,
@@ -1167,8 +1192,9 @@ def _fig18_plot(
                 axes.plot([position], [max(top, floor)], marker="x", color=colour)
         axes.plot([], [], color=colour, linewidth=6, alpha=0.5, label=_ALGORITHM_LABELS[algorithm])
     axes.set_xticks(range(len(speeds)), [f"{s:g}x" for s in speeds])
-    axes.set_yscale("log")
-    axes.legend(loc="upper left", fontsize="small")
+    latencies = [max(m.value, floor) for m in measurements if m.metric in dict(_PERCENTILES)]
+    log_time_axis(axes, "y", latencies, "task placement latency")
+    legend_below(figure, axes)
     return [save_figure(figure, out / f"{name}.png")]
 
 
@@ -1232,7 +1258,7 @@ def _fig12_describe(p: Fig12Params) -> str:
     return (
         f"{p.machines:,} machines x {p.slots_per_machine} slots, {p.running:.0%} running + "
         f"new tasks: Quincy {_span([100 * f for f in p.quincy_fractions])}%, load-spreading "
-        f"{_span([100 * f for f in p.spreading_fractions])}% of slots, {len(p.seeds)} seeds"
+        f"{_span([100 * f for f in p.spreading_fractions])}% of slots, {_seeds(p.seeds)}"
     )
 
 
@@ -1275,7 +1301,7 @@ def _fig12_measure(p: Fig12Params, tracker: Tracker) -> list[Measurement]:
                     if stat in result.stats:
                         out.append(Measurement(series, x, seed, stat, result.stats[stat]))
             _check_costs(costs, f"{shape}, {x}% new tasks, seed {seed}")
-            tracker.step(f"fig12a: {shape}, {x:g}% new tasks, seed {seed}")
+            tracker.step(f"{shape}, {x:g}% new tasks, seed {seed}")
     return out
 
 
@@ -1364,7 +1390,7 @@ def _fig12_plot(
     figure.suptitle(
         "Figure 12a: arc prioritisation (AP) in relaxation on contended graphs\n"
         f"{p.machines:,} machines, {p.running:.0%} of slots running + new tasks, solved from "
-        f"scratch (median of {len(p.seeds)} seeds)",
+        f"scratch (median of {_seeds(p.seeds)})",
         fontsize="medium",
     )
     colours = ("C0", "C9", "C3", "C1")
@@ -1380,10 +1406,14 @@ def _fig12_plot(
         )
         axes.set_title(f"{shape} graphs", fontsize="medium")
         axes.set_xlabel("new tasks [% of slots]")
-        axes.set_ylabel("relaxation runtime [s]")
-        axes.set_yscale("log")
+        fractions = p.quincy_fractions if shape == "quincy" else p.spreading_fractions
+        ticks_at(axes.xaxis, [round(100 * f, 3) for f in fractions])
+        runtimes = [
+            m.value for m in measurements if m.metric == "algorithm_s" and m.series in series
+        ]
+        log_time_axis(axes, "y", runtimes, "relaxation runtime")
         axes.grid(True, alpha=0.3)
-        axes.legend(loc="upper left", fontsize="small")
+    legend_below(figure, panels[0])
     return [save_figure(figure, out / f"{name}.png")]
 
 

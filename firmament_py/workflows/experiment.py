@@ -38,6 +38,7 @@ from firmament_py.sim.experiment import (
     plot_medians,
     save_figure,
 )
+from firmament_py.sim.report import legend_below, plural, ticks_at
 from firmament_py.workflows import schedule_workflow
 from firmament_py.workflows.bounds import ratio
 from firmament_py.workflows.generators import WORKFLOW_TYPES, WorkflowShape, mixed_workflows
@@ -94,8 +95,8 @@ class NetworkTasksParams:
 
 def _describe(p: NetworkTasksParams) -> str:
     return (
-        f"{p.seeds} data sets per point; workflows of <= {p.max_tasks} tasks, sets of "
-        f"{p.mixed_count} workflows of <= {p.mixed_max_tasks}; Fig. 4 on "
+        f"{plural(p.seeds, 'data set')} per point; workflows of <= {p.max_tasks} tasks, sets "
+        f"of {plural(p.mixed_count, 'workflow')} of <= {p.mixed_max_tasks}; Fig. 4 on "
         f"{', '.join(map(str, p.machines))} machines (rho {p.rho:g}, density {p.density:g}); "
         f"Figs. 5-6 on {p.sweep_machines} machines, densities "
         f"{', '.join(f'{d:g}' for d in p.densities)}, rho {', '.join(f'{r:g}' for r in p.rhos)}"
@@ -143,10 +144,10 @@ def _measure(p: NetworkTasksParams, tracker: Tracker) -> list[Measurement]:
                         seed,
                         f"ratio_{figure}_{kind}",
                         ratio(schedule),
-                        note=f"{workflow.n} tasks",
+                        note=plural(workflow.n, "task"),
                     )
                 )
-            tracker.step(f"network-tasks: {figure} {kind} x={x:g} seed {seed}")
+            tracker.step(f"{figure} {kind} x={x:g} seed {seed}")
     return out
 
 
@@ -202,7 +203,8 @@ def _claims(p: NetworkTasksParams, measurements: list[Measurement]) -> list[Clai
                 if best in ("glist", "glist-master")
                 else f"Differs: {LABELS[best]} is best"
             )
-            + f". Our ratios are medians over {p.seeds} data sets of heavy-tailed workflows "
+            + f". Our ratios are medians over {plural(p.seeds, 'data set')} of heavy-tailed "
+            "workflows "
             f"(at most {p.max_tasks} tasks, many with a handful), where one long task often is "
             "the longest branch; the paper averages 100 data sets",
         )
@@ -327,8 +329,8 @@ def _panels(
         axes.grid(True, alpha=0.3)
         if configure is not None:
             configure(axes)
-    axes_grid[0][0].legend(fontsize="small")
     fig.suptitle(title, fontsize="medium")
+    legend_below(fig, axes_grid[0][0])
     return save_figure(fig, path)
 
 
@@ -337,6 +339,7 @@ def _plot(
 ) -> list[Path]:
     def log2(axes: Axes) -> None:
         axes.set_xscale("log", base=2)
+        ticks_at(axes.xaxis, p.machines)
 
     return [
         _panels(

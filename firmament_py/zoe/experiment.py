@@ -34,6 +34,7 @@ from firmament_py.sim.experiment import (
     new_figure,
     save_figure,
 )
+from firmament_py.sim.report import legend_below, log_time_axis, plural
 from firmament_py.zoe.capacity import ClusterCapacity
 from firmament_py.zoe.simulator import ZoeResult, ZoeSimulator
 from firmament_py.zoe.workload import (
@@ -117,22 +118,26 @@ def _box_plot(
     series: Sequence[str],
     x: float,
     prefix: str,
+    quantity: str,
 ) -> None:
-    """One box per series from the medians over seeds of its p25/p50/p75/p95 (whiskers to p95)."""
+    """One box per series from the medians over seeds of its p25/p50/p75/p95 (whiskers to p95),
+    on a log axis of `quantity` in the unit that reads best."""
     from matplotlib.axes import Axes
 
     assert isinstance(axes, Axes)
+    drawn: list[float] = []
     for index, name in enumerate(series):
         values = [medians[f"{prefix}_{q}_s"].get((name, x)) for q in ("p25", "p50", "p75", "p95")]
         if any(v is None for v in values):
             continue
         p25, p50, p75, p95 = (max(float(v), 1e-3) for v in values if v is not None)
+        drawn += [p25, p95]
         colour = _COLOURS.get(name.split()[0], f"C{index}")
         axes.vlines(index, p25, p95, color=colour, linewidth=1)
         axes.bar(index, p75 - p25, bottom=p25, width=0.6, color=colour, alpha=0.5)
         axes.plot([index], [p50], marker="_", color="black", markersize=14)
     axes.set_xticks(range(len(series)), list(series), rotation=30, ha="right", fontsize="small")
-    axes.set_yscale("log")
+    log_time_axis(axes, "y", drawn, quantity)
 
 
 # ---------------------------------------------------------------------- zoe-turnaround
@@ -154,7 +159,7 @@ def _turnaround_describe(p: TurnaroundParams) -> str:
         f"{MACHINES} machines of {CORES:g} cores and {RAM_GIB:g} GiB; {p.applications:,} batch "
         f"applications per run (80% elastic, 20% rigid), offered load "
         f"{', '.join(f'{x:g}' for x in p.loads)}; sorting {', '.join(p.sorts)}; "
-        f"{len(p.seeds)} seed(s)"
+        f"{plural(len(p.seeds), 'seed')}"
     )
 
 
@@ -175,7 +180,7 @@ def _turnaround_measure(p: TurnaroundParams, tracker: Tracker) -> list[Measureme
                         applications, capacity, scheduler=scheduler, sorting=sort
                     ).run()
                     out += _measurements(f"{scheduler} {sort}", load, seed, result)
-                    tracker.step(f"zoe-turnaround: {scheduler} {sort}, load {load:g}, seed {seed}")
+                    tracker.step(f"{scheduler} {sort}, load {load:g}, seed {seed}")
     return out
 
 
@@ -277,16 +282,14 @@ def _turnaround_plot(
     figure, axes = new_figure(
         f"Zoe: application turnaround, load {x:g}\n(boxes p25-p75, bar: median, whisker to p95)",
         "scheduler and sorting policy",
-        "turnaround [s]",
     )
-    _box_plot(axes, medians, series, x, "turnaround")
+    _box_plot(axes, medians, series, x, "turnaround", "turnaround")
     paths.append(save_figure(figure, out / f"{name}.png"))
     figure, axes = new_figure(
         f"Zoe: queuing time, load {x:g}\n(boxes p25-p75, bar: median, whisker to p95)",
         "scheduler and sorting policy",
-        "queuing time [s]",
     )
-    _box_plot(axes, medians, series, x, "queuing")
+    _box_plot(axes, medians, series, x, "queuing", "queuing time")
     paths.append(save_figure(figure, out / f"{name}-queuing.png"))
     figure, axes = new_figure(
         f"Zoe: allocation and queues, load {x:g} (medians over seeds)",
@@ -305,8 +308,7 @@ def _turnaround_plot(
     twin.plot(positions, [waiting.get((s, x), 0) for s in series], "k^", label="waiting (mean)")
     twin.plot(positions, [serving.get((s, x), 0) for s in series], "ko", label="in service (mean)")
     twin.set_ylabel("applications")
-    axes.legend(loc="upper left", fontsize="small")
-    twin.legend(loc="upper right", fontsize="small")
+    legend_below(figure, axes, twin)
     paths.append(save_figure(figure, out / f"{name}-allocation.png"))
     return paths
 
@@ -362,7 +364,7 @@ def _preemption_describe(p: PreemptionParams) -> str:
     return (
         f"{MACHINES} machines of {CORES:g} cores and {RAM_GIB:g} GiB; {p.applications:,} "
         f"applications per run (80% batch, 20% interactive with priority 1), offered load "
-        f"{p.load:g}; flexible scheduler, {p.sorting}; {len(p.seeds)} seed(s)"
+        f"{p.load:g}; flexible scheduler, {p.sorting}; {plural(len(p.seeds), 'seed')}"
     )
 
 
@@ -386,7 +388,7 @@ def _preemption_measure(p: PreemptionParams, tracker: Tracker) -> list[Measureme
                 preemptive=series == "preemptive",
             ).run()
             out += _measurements(series, p.load, seed, result)
-            tracker.step(f"zoe-preemption: {series}, seed {seed}")
+            tracker.step(f"{series}, seed {seed}")
     return out
 
 
@@ -428,21 +430,24 @@ def _preemption_plot(
         f"Zoe: queuing time with and without preemption ({p.sorting}, load {p.load:g})\n"
         "(medians over seeds; bar: p50, whisker to p95)",
         "application category",
-        "queuing time [s]",
     )
+    drawn: list[float] = []
     for offset, series in zip((-0.2, 0.2), _PREEMPTION_SERIES, strict=True):
+        colour = "C0" if series == "preemptive" else "C7"
+        label = series  # on the series' first bar only, so that the legend shows its colour
         for index, category in enumerate(CATEGORIES):
             p50 = medians_of(measurements, f"{category}_queuing_p50_s").get((series, p.load))
             p95 = medians_of(measurements, f"{category}_queuing_p95_s").get((series, p.load))
             if p50 is None or p95 is None:
                 continue
-            colour = "C0" if series == "preemptive" else "C7"
-            axes.bar(index + offset, max(p50, 1e-3), width=0.35, color=colour, alpha=0.6)
-            axes.vlines(index + offset, max(p50, 1e-3), max(p95, 1e-3), color=colour)
-        axes.bar([], [], color="C0" if series == "preemptive" else "C7", label=series)
+            bar, whisker = max(p50, 1e-3), max(p95, 1e-3)
+            axes.bar(index + offset, bar, width=0.35, color=colour, alpha=0.6, label=label)
+            axes.vlines(index + offset, bar, whisker, color=colour)
+            drawn += [bar, whisker]
+            label = "_nolegend_"
     axes.set_xticks(range(len(CATEGORIES)), list(CATEGORIES))
-    axes.set_yscale("log")
-    axes.legend(fontsize="small")
+    log_time_axis(axes, "y", drawn, "queuing time")
+    legend_below(figure, axes)
     return [save_figure(figure, out / f"{name}.png")]
 
 
