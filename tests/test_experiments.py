@@ -298,10 +298,9 @@ def test_progress_messages_leave_the_name_to_the_caller(any_run: _Run) -> None:
 
 _ONE_OF_MANY = re.compile(
     r"(?<![\d.,])1 (seeds|rounds|job rounds|races|sizes|data sets|workflows|tasks|machines|"
-    r"runs|applications|values)\b"
+    r"runs|applications|values|racks|pods)\b"
 )
-"""A count of one with a plural noun. ("1 racks" is left out: it comes from
-`NomoraSetup.describe`, in firmament_py/nomora/simulation.py, "2 pods of 1 racks".)"""
+"""A count of one with a plural noun."""
 
 
 def test_counts_take_their_plural(any_run: _Run) -> None:

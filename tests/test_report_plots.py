@@ -1,4 +1,4 @@
-"""Tests that the simulation report's plots (`firmament_py.sim.report.plot_run`) read at a glance,
+"""Tests that the simulation report's plots (`firmament_py.sim.plots.plot_run`) read at a glance,
 and of the helpers the experiments' plots share with them.
 
 The run `firmament-py simulate --synthetic google-100 --duration 120 --policy load-spreading`
@@ -16,15 +16,10 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
-from firmament_py.sim.report import (
-    PLOT_FILES,
-    plain_number,
-    plot_run,
-    plural,
-    time_unit,
-)
+from firmament_py.sim.plots import PLOT_FILES, plain_number, plot_run, time_unit
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting, RoundRecord, SimulationResult, TaskRecord
+from firmament_py.sim.wording import plural
 from tests.plot_legibility import problems, recording, tick_labels
 
 S = 1_000_000

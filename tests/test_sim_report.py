@@ -44,6 +44,7 @@ from firmament_py.sim.simulator import (
     TaskRecord,
 )
 from firmament_py.sim.workload import TaskArrival, WorkloadItem
+from tests.plot_legibility import recording
 
 S = 1_000_000
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -298,6 +299,31 @@ def test_summarize_known_records() -> None:
     assert summary.tasks_waiting == 1
     assert (summary.preemptions, summary.migrations) == (1, 3)
     assert summary.mean_graph_nodes == 11.0 and summary.mean_graph_arcs == 22.0
+
+
+def test_the_starting_tasks_and_the_arrivals_are_summarised_apart(tmp_path: Path) -> None:
+    """Four tasks at time 0, placed at 1 s; three arriving later, placed 2, 4 and 6 ms after;
+    one arriving and never placed. The arrivals' percentiles are theirs alone, the table shows
+    both groups, and the latency plot draws one curve for each."""
+    result = SimulationResult("trivial", "relax", Accounting.ALGORITHM, end_time=9 * S)
+    result.rounds = [_round(0, 0, 0.0), _round(1, S, 0.25)]
+    records = [(0, S)] * 4 + [(3 * S, 3 * S + 2000), (4 * S, 4 * S + 4000), (5 * S, 5 * S + 6000)]
+    for task_id, (submit, first_start) in enumerate([*records, (6 * S, None)]):
+        result.tasks[task_id] = TaskRecord(task_id, "j", submit, S, first_start=first_start)
+    summary = summarize(result)
+    assert summary.tasks_at_start == 4
+    assert summary.start_latency_s == Percentiles.of([1.0] * 4)
+    assert summary.arrival_latency_s == Percentiles.of([0.002, 0.004, 0.006])
+    assert summary.placement_latency_s.count == 7
+    console = Console(record=True, width=120)
+    console.print(summary_table(summary))
+    table = console.export_text()
+    assert "tasks at time 0" in table and "tasks arriving later" in table
+    assert "4.00 ms" in table  # the arrivals' median, which the starting tasks' 1 s would hide
+    with recording() as figures:
+        plot_run(result, tmp_path)
+    lines = figures[PLOT_FILES.index("placement_latency_cdf.png")].axes[0].get_lines()
+    assert sorted(len(line.get_xdata()) for line in lines) == [3, 4]
 
 
 # ---------------------------------------------------------------------- empty results

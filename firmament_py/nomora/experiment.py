@@ -34,7 +34,8 @@ from firmament_py.sim.experiment import (
     new_figure,
     save_figure,
 )
-from firmament_py.sim.report import format_duration, legend_below, log_time_axis, plural
+from firmament_py.sim.plots import legend_below, log_time_axis
+from firmament_py.sim.wording import format_duration, plural
 
 __all__ = ["NOMORA_GOOGLE", "NomoraParams"]
 

@@ -60,6 +60,7 @@ from firmament_py.sim.simulator import (
     Simulator,
 )
 from firmament_py.sim.synthetic import SyntheticWorkload, preset
+from firmament_py.sim.wording import plural
 from firmament_py.sim.workload import TaskArrival, WorkloadItem
 
 __all__ = [
@@ -139,9 +140,10 @@ class NomoraSetup:
         racks = -(-self.machines // self.machines_per_rack)
         pods = -(-racks // self.racks_per_pod)
         return (
-            f"{self.machines:,} machines ({racks} racks of {self.machines_per_rack}, {pods} pods "
-            f"of {self.racks_per_pod} racks), {self.live_tasks_per_machine:g} live tasks per "
-            f"machine, {self.duration_s:,} s"
+            f"{plural(self.machines, 'machine')} ({plural(racks, 'rack')} of "
+            f"{self.machines_per_rack}, {plural(pods, 'pod')} of "
+            f"{plural(self.racks_per_pod, 'rack')}), {self.live_tasks_per_machine:g} live tasks "
+            f"per machine, {self.duration_s:,} s"
         )
 
 

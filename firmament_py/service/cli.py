@@ -130,7 +130,8 @@ def serve(
     )
     daemon.serve()
     err.print(
-        f"stopped after {daemon.rounds} rounds; journal at record {daemon.service.seq}",
+        f"stopped after {daemon.rounds} round{'' if daemon.rounds == 1 else 's'}; "
+        f"journal at record {daemon.service.seq}",
         soft_wrap=True,
     )
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rich.table import Table
 
-from firmament_py.sim.report import format_duration
+from firmament_py.sim.wording import format_duration
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -377,7 +377,7 @@ def read_rows(path: str | Path) -> tuple[str, str, list[dict[str, str]]]:
 
 def new_figure(title: str, x_label: str, y_label: str = "") -> tuple[Figure, Axes]:
     """A 6.4 x 4.2-inch figure of one plot, its axes labelled; no `y_label` when a duration
-    axis is to be labelled with its unit by `firmament_py.sim.report.log_time_axis`."""
+    axis is to be labelled with its unit by `firmament_py.sim.plots.log_time_axis`."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6.4, 4.2), dpi=100, layout="constrained")

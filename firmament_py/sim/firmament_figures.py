@@ -63,13 +63,7 @@ from firmament_py.sim.experiment import (
     plot_medians,
     save_figure,
 )
-from firmament_py.sim.report import (
-    format_duration,
-    legend_below,
-    log_time_axis,
-    plural,
-    ticks_at,
-)
+from firmament_py.sim.plots import legend_below, log_time_axis, ticks_at
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import (
     MICROSECONDS,
@@ -79,6 +73,7 @@ from firmament_py.sim.simulator import (
     Simulator,
 )
 from firmament_py.sim.synthetic import PRESETS, SyntheticSpec, preset, single_job_workload
+from firmament_py.sim.wording import format_duration, plural
 from firmament_py.sim.workload import TaskArrival, WorkloadItem
 from firmament_py.solvers.base import FlowSolver
 from firmament_py.solvers.registry import make_solver

@@ -69,9 +69,10 @@ from rich.table import Table
 
 from firmament_py.collector import settled
 from firmament_py.sdk.discovery import unknown_policy
-from firmament_py.sim.report import Percentiles, RunSummary, format_duration, summarize
+from firmament_py.sim.report import Percentiles, RunSummary, summarize
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting
+from firmament_py.sim.wording import format_duration
 from firmament_py.solvers import solver_names
 
 if TYPE_CHECKING:

@@ -38,7 +38,8 @@ from firmament_py.sim.experiment import (
     plot_medians,
     save_figure,
 )
-from firmament_py.sim.report import legend_below, plural, ticks_at
+from firmament_py.sim.plots import legend_below, ticks_at
+from firmament_py.sim.wording import plural
 from firmament_py.workflows import schedule_workflow
 from firmament_py.workflows.bounds import ratio
 from firmament_py.workflows.generators import WORKFLOW_TYPES, WorkflowShape, mixed_workflows
