@@ -227,3 +227,40 @@ def test_graphgen_refuses_a_cluster_past_the_graphs_id_limit() -> None:
     result = CliRunner().invoke(main, ["graphgen", "--machines", "99999999999"])
     assert result.exit_code == 2
     assert "past the limit of 268,435,455" in result.output
+
+
+def test_solve_says_when_verification_passed(stream: str) -> None:
+    checked = CliRunner().invoke(main, ["solve", "-", "-a", "ssp", "--verify", "-q"], input=stream)
+    assert checked.exit_code == 0, checked.output
+    assert "verified: all 5 rounds optimal" in checked.output
+    unchecked = CliRunner().invoke(main, ["solve", "-", "-a", "ssp", "-q"], input=stream)
+    assert "verified" not in unchecked.output
+
+
+def test_a_rounds_read_time_starts_at_its_first_line(stream: str) -> None:
+    """The first round arrives on a pipe six seconds after `solve` starts: its read time is the
+    parsing (milliseconds), not the wait (the summary's "read ms" column)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys, time; time.sleep(6); sys.stdout.write(sys.stdin.read())"
+    with subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as writer:
+        assert writer.stdin is not None
+        with subprocess.Popen(
+            [sys.executable, "-m", "firmament_py.cli", "solve", "-", "-a", "ssp"],
+            stdin=writer.stdout,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        ) as solver:
+            writer.stdin.write(stream)
+            writer.stdin.close()
+            _, errors = solver.communicate(timeout=120)
+    assert solver.returncode == 0, errors
+    first = next(line for line in errors.splitlines() if re.match(r"^\W*1\s*│", line))
+    read_ms = float(first.split("│")[5].replace(",", ""))
+    assert read_ms < 1500, first
