@@ -52,6 +52,7 @@ def test_a_synthetic_run_prints_its_summary(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "tasks submitted" in result.output and "load-spreading" in result.output
+    assert "s loading the compiled kernels, " in result.output  # counted, beside the run
     assert not list((tmp_path / "run").glob("*.png"))
 
 

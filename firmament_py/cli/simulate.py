@@ -273,10 +273,7 @@ def _load_kernels(job: SimulationJob, err: Console, quiet: bool) -> float:
     took. numba compiles them on the first run after an install (about a minute on two cores)
     and loads them from its cache after that (about a second)."""
     started = time.perf_counter()
-    status = err.status(
-        "loading the solver's compiled kernels (the first run after an install compiles "
-        "them: about a minute, once)"
-    )
+    status = err.status("loading compiled kernels (a first run compiles them: a minute, once)")
     with contextlib.nullcontext() if quiet else status:
         warm_up(job.solver, job.solver_options)
     seconds = time.perf_counter() - started
