@@ -1,10 +1,10 @@
-"""Placement latency of the tasks that arrive during a simulation, apart from the starting ones.
+"""Placement latency of the tasks that arrive during a simulation, apart from the starting ones,
+and the rounds' wall time after the first two.
 
-`firmament-py simulate` summarises placement latency over every task; on a trace-shaped workload
-the tasks there at time 0 (all placed by the first round) outnumber the arrivals ten to one, so
-the summary's percentiles are the first round's. This reads a run's `tasks.csv` and `rounds.csv`
-and prints the arrivals' latency and the rounds' wall time after the first two rounds (the first
-places the starting cluster, the second re-asks about every task it placed).
+`firmament-py simulate` now prints the arrivals' latency apart in its summary; this script reads
+any run's `tasks.csv` and `rounds.csv` (older runs too) and adds the rounds' wall time after the
+first two rounds (the first places the starting cluster, the second re-asks about every task it
+placed).
 
     python bench/arrival_latency.py SIMULATION_DIR [SIMULATION_DIR ...]
 """

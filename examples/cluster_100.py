@@ -67,6 +67,7 @@ from firmament_py.model import (
 )
 from firmament_py.scheduler import DeltaKind, RoundResult, Scheduler
 from firmament_py.sdk import PolicyError, available_policies, load_policy
+from firmament_py.sim.wording import plural
 from firmament_py.solvers import SolverError, solver_names
 
 SECOND = 1_000_000
@@ -496,7 +497,8 @@ def main(argv: Sequence[str] | None = None, *, console: Console | None = None) -
     names: list[str] = arguments.policy or available_policies()
     cluster = build_cluster(arguments.machines, seed=arguments.seed)
     console.print(
-        f"{len(cluster.machines)} machines in {cluster.racks} racks and {cluster.pods} pods, "
+        f"{plural(len(cluster.machines), 'machine')} in {plural(cluster.racks, 'rack')} and "
+        f"{plural(cluster.pods, 'pod')}, "
         f"{cluster.slots:,} slots; solver {arguments.solver}, seed {arguments.seed}"
     )
     warm_up(arguments.solver)

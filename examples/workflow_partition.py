@@ -1,6 +1,6 @@
 """A DAG job on the flow scheduler, placed after PARTITION's machine grouping.
 
-PARTITION (firmament_py.workflows.partition, papers/network-tasks-infocom19.txt section V.C)
+PARTITION (firmament_py.workflows.partition, Giroire et al., INFOCOM'19 section V.C)
 splits a workflow into parts that balance CPU work while cutting little data between them.
 Its first phase alone (`partition_placement`) says which machine each task should share with
 which others; here that grouping becomes placement preferences of Firmament's flow scheduler:

@@ -4,7 +4,7 @@ A scheduling round makes and drops some 10^5 short-lived objects (views, tuples,
 state of as many long-lived ones. With Python's defaults the collector rescans the short-lived
 ones in hundreds of young collections a round, and walks the whole state in a full collection
 every few seconds (75 to 100 ms a time in the daemon's scheduling process under load; see
-`docs/benchmarks.md`). The processes whose work is rounds (the daemon's scheduling process,
+`docs/benchmarks-history.md`). The processes whose work is rounds (the daemon's scheduling process,
 `firmament-py simulate` and `experiment`, a sweep's runs in its workers) call `settle` once
 their long-lived objects exist, or run inside `settled`, which puts the collector back as it
 was. The library itself never changes the collector: an application that embeds `Scheduler`

@@ -2,7 +2,7 @@
 per machine, made to balance within a round as well as across rounds.
 
 Source: `src/scheduling/flow/octopus_cost_model.cc` in camsas/firmament (the paper's
-load-spreading policy, papers/firmament-osdi16.txt, section 3.3 and Figure 6b). Octopus prices a
+load-spreading policy, Firmament, OSDI'16, section 3.3 and Figure 6b). Octopus prices a
 machine at the number of tasks it already runs and leaves a task waiting at 1,000,000. Those
 costs are fixed for a round, so every task placed in one round sees the same prices: a batch of
 new tasks piles onto the machines that were emptiest when the round began, up to their free slots,

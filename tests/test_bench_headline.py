@@ -1,6 +1,7 @@
-"""bench/headline.py's rendering: the headline table from a small data folder, the doc's block
-between its markers, and a clear error for data it cannot render. Measuring is not tested here
-(it runs the benchmarks); `python bench/headline.py --quick` is its smoke test."""
+"""The headline's rendering (bench/headline_table.py, through bench/headline.py's titles and
+command line): the headline table from a small data folder, the doc's block between its markers,
+and a clear error for data it cannot render. Measuring is not tested here (it runs the
+benchmarks); `python bench/headline.py --quick` is its smoke test."""
 
 from __future__ import annotations
 
@@ -18,16 +19,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def load_headline() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("headline", REPO / "bench" / "headline.py")
+def load_bench(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["headline"] = module  # dataclasses look their module up while it executes
+    sys.modules[name] = module  # dataclasses look their module up while it executes
     spec.loader.exec_module(module)
     return module
 
 
-headline = load_headline()
+table = load_bench("headline_table")  # first: bench/headline.py imports it by this name
+headline = load_bench("headline")
+TITLES = headline.TITLES
 
 ROUND = """\
 policy quincy, solver cost-scaling: 12500 machines x 12 slots, 135000 tasks, 1350 submissions \
@@ -141,7 +144,7 @@ def table_rows(markdown: str) -> dict[str, list[str]]:
 
 def test_the_table_gives_each_measurement_against_or_tools(tmp_path: Path) -> None:
     folder = write_fixture(tmp_path / "data")
-    text = headline.render(folder, tmp_path)
+    text = table.render(folder, tmp_path, TITLES)
     assert " ".join(text.split("\n\n")[0].split()) == (
         "Measured at commit `0123456` on 2026-12-01, on AMD EPYC, 2 cores, 23.5 GiB; "
         "Python 3.11.7, numpy 2.4.6, numba 0.68.1, OR-Tools 9.15.6755. "
@@ -189,15 +192,13 @@ def test_the_table_gives_each_measurement_against_or_tools(tmp_path: Path) -> No
 def test_the_doc_block_is_replaced_between_its_markers_only(tmp_path: Path) -> None:
     folder = write_fixture(tmp_path / "data")
     doc = tmp_path / "benchmarks.md"
-    doc.write_text(
-        f"# Benchmarks\n\nbefore\n\n{headline.BEGIN}\nstale table\n{headline.END}\n\nafter\n"
-    )
-    headline.into_doc(doc, folder)
+    doc.write_text(f"# Benchmarks\n\nbefore\n\n{table.BEGIN}\nstale table\n{table.END}\n\nafter\n")
+    table.into_doc(doc, folder, TITLES)
     text = doc.read_text()
-    assert text.startswith(f"# Benchmarks\n\nbefore\n\n{headline.BEGIN}\n<!-- rendered by ")
-    assert text.endswith(f"{headline.END}\n\nafter\n")
+    assert text.startswith(f"# Benchmarks\n\nbefore\n\n{table.BEGIN}\n<!-- rendered by ")
+    assert text.endswith(f"{table.END}\n\nafter\n")
     assert "stale table" not in text and "| a steady quincy round" in text
-    headline.into_doc(doc, folder)
+    table.into_doc(doc, folder, TITLES)
     assert doc.read_text() == text
 
 
@@ -206,8 +207,8 @@ def test_the_docs_headline_is_the_rendering_of_the_data_it_names() -> None:
     text = doc.read_text()
     named = re.search(r"--render (\S+)`", text)
     assert named is not None, "docs/benchmarks.md names no data folder"
-    start, end = text.index(headline.BEGIN), text.index(headline.END) + len(headline.END)
-    assert text[start:end] == headline.block(REPO / named[1], doc), (
+    start, end = text.index(table.BEGIN), text.index(table.END) + len(table.END)
+    assert text[start:end] == table.block(REPO / named[1], doc, TITLES), (
         "the headline in docs/benchmarks.md was edited by hand, or its data changed: "
         f"python bench/headline.py --render {named[1]}"
     )
@@ -270,25 +271,25 @@ def test_data_that_cannot_be_rendered_says_what_and_where(
 ) -> None:
     folder = write_fixture(tmp_path / "data")
     damage(folder)
-    with pytest.raises(headline.DataError, match=message):
-        headline.render(folder, tmp_path)
+    with pytest.raises(table.DataError, match=message):
+        table.render(folder, tmp_path, TITLES)
 
 
 def test_quick_data_is_never_rendered_into_the_doc(tmp_path: Path) -> None:
     folder = write_fixture(tmp_path / "data")
     edit_run(lambda run: run.update(quick=True))(folder)
     doc = tmp_path / "benchmarks.md"
-    doc.write_text(f"{headline.BEGIN}\n{headline.END}\n")
-    with pytest.raises(headline.DataError, match="a --quick run"):
-        headline.into_doc(doc, folder)
-    assert "quincy" in headline.render(folder, tmp_path)  # printing it is fine
+    doc.write_text(f"{table.BEGIN}\n{table.END}\n")
+    with pytest.raises(table.DataError, match="a --quick run"):
+        table.into_doc(doc, folder, TITLES)
+    assert "quincy" in table.render(folder, tmp_path, TITLES)  # printing it is fine
 
 
 def test_a_doc_without_its_markers_is_left_alone(tmp_path: Path) -> None:
     doc = tmp_path / "benchmarks.md"
     doc.write_text("# Benchmarks\n")
-    with pytest.raises(headline.DataError, match="needs one <!-- headline:begin -->"):
-        headline.into_doc(doc, write_fixture(tmp_path / "data"))
+    with pytest.raises(table.DataError, match="needs one <!-- headline:begin -->"):
+        table.into_doc(doc, write_fixture(tmp_path / "data"), TITLES)
     assert doc.read_text() == "# Benchmarks\n"
 
 

@@ -238,13 +238,13 @@ def test_solve_says_when_verification_passed(stream: str) -> None:
 
 
 def test_a_rounds_read_time_starts_at_its_first_line(stream: str) -> None:
-    """The first round arrives on a pipe six seconds after `solve` starts: its read time is the
+    """The first round arrives on a pipe eight seconds after `solve` starts: its read time is the
     parsing (milliseconds), not the wait (the summary's "read ms" column)."""
     import os
     import subprocess
     import sys
 
-    code = "import sys, time; time.sleep(6); sys.stdout.write(sys.stdin.read())"
+    code = "import sys, time; time.sleep(8); sys.stdout.write(sys.stdin.read())"
     with subprocess.Popen(
         [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     ) as writer:
@@ -263,4 +263,4 @@ def test_a_rounds_read_time_starts_at_its_first_line(stream: str) -> None:
     assert solver.returncode == 0, errors
     first = next(line for line in errors.splitlines() if re.match(r"^\W*1\s*│", line))
     read_ms = float(first.split("│")[5].replace(",", ""))
-    assert read_ms < 1500, first
+    assert read_ms < 3000, first

@@ -199,6 +199,10 @@ def test_a_bad_value_is_one_clean_line(
     errors = [line for line in result.output.splitlines() if line.startswith("Error")]
     assert len(errors) == 1, (shown, result.output)
     assert result.output.rstrip().endswith(errors[0]), (shown, result.output)
+    # ... and it is about this parameter, not something else that went wrong.
+    param = next(p for p in command.params if p.name == tested)
+    names = {*param.opts, value, param.human_readable_name, tested, tested.replace("_", " ")}
+    assert any(name and name in errors[0] for name in names), (shown, errors[0])
     assert "simulated s" not in result.output, (shown, result.output)  # no progress bar left
     assert not not_made.exists(), shown
 
@@ -235,3 +239,20 @@ def test_help_imports_no_command() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_a_command_added_to_the_group_is_listed_and_runs() -> None:
+    """`main.add_command` still works beside the lazily imported commands."""
+
+    @click.command()
+    def hello() -> None:
+        """Say hello."""
+        click.echo("hello")
+
+    main.add_command(hello)
+    try:
+        listed = CliRunner().invoke(main, ["--help"])
+        assert "hello" in listed.output and "Say hello." in listed.output
+        assert CliRunner().invoke(main, ["hello"]).output == "hello\n"
+    finally:
+        main.commands.pop("hello")

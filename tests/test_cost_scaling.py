@@ -298,8 +298,8 @@ def test_adopting_relaxations_answer_costs_cost_scaling_no_extra_relabels(prepar
     """A job arrives at a load-spreading cluster whose answer came from relaxation (as in a race
     that relaxation won): with the adopted prices lifted, cost scaling's round does exactly the
     work it does from its own answer. Unlifted, relaxation's lowest potentials cost it 3.4 times
-    the relabels' arc scans on job1k (docs/benchmarks.md); here, a little more. Lifted in idle
-    time (`prepare`, before the job's batch), the same."""
+    the relabels' arc scans on job1k (docs/benchmarks-history.md); here, a little more. Lifted in
+    idle time (`prepare`, before the job's batch), the same."""
     cluster = ClusterGraph(
         ClusterSpec(machines=60, running=0.5, waiting=0, seed=1, shape="load-spreading")
     )

@@ -103,7 +103,7 @@ def test_the_command_line_prints_two_tables_per_phase_and_skips_what_does_not_lo
     output = console.export_text()
     assert status == 0, output
     assert "skipped no-such-policy" in output
-    assert "12 machines in 2 racks and 1 pods" in output
+    assert "12 machines in 2 racks and 1 pod," in output
     assert "After the initial jobs" in output and "After churn" in output
     assert output.count("│ trivial ") == 4
 

@@ -372,3 +372,20 @@ def test_rounds_without_placements(tmp_path: Path) -> None:
     assert [row["first_start_us"] for row in rows] == ["", "", ""]
     loaded = json.loads(write_summary_json(summary, tmp_path / "s.json").read_text("utf-8"))
     assert loaded["tasks_never_placed"] == 3
+
+
+def test_a_summary_from_before_the_split_reads_back_as_not_measured(
+    result: SimulationResult,
+) -> None:
+    """summary.json files written before the starting tasks and the arrivals were told apart
+    (sweeps compare saved runs) read back, with those numbers unknown rather than zero."""
+    old = summarize(result).as_dict()
+    for key in ("tasks_at_start", "start_latency_s", "arrival_latency_s"):
+        del old[key]
+    summary = RunSummary.from_dict(old)
+    assert summary.tasks_at_start is None
+    assert summary.arrival_latency_s.count == 0 and summary.arrival_latency_s.p50 is None
+    console = Console(record=True, width=120)
+    console.print(summary_table(summary))
+    row = next(line for line in console.export_text().splitlines() if "tasks at time 0" in line)
+    assert row.split()[-2] == "-", row

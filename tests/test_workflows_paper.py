@@ -1,4 +1,4 @@
-"""The paper's results on this port (papers/network-tasks-infocom19.txt): section IV's instance,
+"""The paper's results on this port (Giroire et al., INFOCOM'19): section IV's instance,
 Proposition 1 on simple MapReduce workflows against an exact solver, Figure 1's example, and
 properties every algorithm must have on random workflows.
 

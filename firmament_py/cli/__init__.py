@@ -91,20 +91,21 @@ class _Commands(click.Group):
     of memory (a count of 10^10 somewhere)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return sorted({*COMMANDS, *self.commands})  # and any added with `add_command`
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = COMMANDS.get(cmd_name)
         if entry is None:
-            return None
+            return super().get_command(ctx, cmd_name)
         command = getattr(importlib.import_module(entry.module), entry.attribute)
         assert isinstance(command, click.Command), entry
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, entry.short_help) for name, entry in sorted(COMMANDS.items())]
+        rows = [(name, entry.short_help) for name, entry in COMMANDS.items()]
+        rows += [(name, command.get_short_help_str()) for name, command in self.commands.items()]
         with formatter.section("Commands"):
-            formatter.write_dl(rows)
+            formatter.write_dl(sorted(rows))
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

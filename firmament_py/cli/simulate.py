@@ -41,15 +41,16 @@ from firmament_py.sim.sweep import (
     parse_sweep_arguments,
     run_sweep,
 )
-from firmament_py.solvers import SolverError
+from firmament_py.solvers import SolverError, make_solver
 from firmament_py.solvers.registry import solver_factory
 from firmament_py.solvers.warmup import warm_up
 
 __all__ = ["DEFAULT_POLICY", "simulate", "sweep"]
 
 DEFAULT_POLICY = "load-spreading"
-"""The policy a run uses when none is named: Firmament's own default, a cost per task on each
-machine, so that work spreads."""
+"""The policy `simulate` and `sweep` use when none is named. Firmament's own default is the
+trivial cost model (every machine alike); load-spreading prices a machine by its tasks, so a
+first run shows the scheduler weighing machines against each other."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -222,8 +223,8 @@ def _simulate(
     directory.mkdir(parents=True, exist_ok=True)  # a bad --out fails now, not after the run
     err = Console(stderr=True)
     bad_rows: list[BadRow] = []
-    kernels_s = _load_kernels(job, err, quiet)
     try:
+        kernels_s = _load_kernels(job, err, quiet)
         with Progress(
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -261,8 +262,9 @@ def _simulate(
     if not quiet:
         Console().print(summary_table(summarize(result)))
         err.print(
-            f"wall time {kernels_s + result.wall_seconds:.1f} s: {kernels_s:.1f} s loading the "
-            f"compiled kernels, {result.wall_seconds:.1f} s simulating",
+            f"in all {kernels_s + result.wall_seconds:.1f} s of wall time: {kernels_s:.1f} s "
+            f"loading the compiled kernels, {result.wall_seconds:.1f} s simulating (the table's "
+            "wall time)",
             soft_wrap=True,
         )
         err.print(f"wrote {len(paths)} files to {escape(str(directory))}/", soft_wrap=True)
@@ -271,15 +273,23 @@ def _simulate(
 def _load_kernels(job: SimulationJob, err: Console, quiet: bool) -> float:
     """Load the solver's numba kernels, saying so while it happens, and return the seconds it
     took. numba compiles them on the first run after an install (about a minute on two cores)
-    and loads them from its cache after that (about a second)."""
+    and loads them from its cache after that (about a second). A race's kernels load in its
+    worker processes: a race is started here, waited for and closed, so that the run's own
+    workers find them cached."""
     started = time.perf_counter()
     status = err.status("loading compiled kernels (a first run compiles them: a minute, once)")
     with contextlib.nullcontext() if quiet else status:
         warm_up(job.solver, job.solver_options)
+        solver = make_solver(job.solver, **job.solver_options)
+        try:
+            solver.wait_ready(timeout=600.0)
+        finally:
+            solver.close()
     seconds = time.perf_counter() - started
     if seconds > 5 and not quiet:
         err.print(
-            f"compiled the kernels in {seconds:.0f} s; later runs load them from numba's cache",
+            f"loaded the kernels in {seconds:.0f} s (numba compiles them when its cache is "
+            "cold; later runs load them from it)",
             soft_wrap=True,
         )
     return seconds

@@ -5,7 +5,7 @@ After a solve, every task node's unit of flow reaches the sink either through a 
 aggregator (the task waits, or is preempted). Between the task and the machine the unit may pass
 any number of aggregators (the cluster aggregator X, racks, equivalence classes, request
 aggregators) that carry many units at once, so the flow alone does not say which task went to
-which machine. Firmament's Listing 1 (papers/firmament-osdi16.txt, section 6) settles this by
+which machine. Firmament's Listing 1 (OSDI'16, section 6) settles this by
 propagating machine lists backwards from the machines; `extract_placements` computes the same
 kind of decomposition, with counts instead of lists and one fixed tie-breaking rule:
 

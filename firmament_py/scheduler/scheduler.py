@@ -78,7 +78,7 @@ __all__ = [
 DEFAULT_POLICY = "trivial"
 DEFAULT_SOLVER = "cost-scaling"
 """Incremental cost scaling alone, not the race: measured at 12,500 machines and 135,000 tasks
-with 1% churn (`docs/benchmarks.md`, issue 32), racing it against relaxation made a steady
+with 1% churn (`docs/benchmarks-history.md`, issue 32), racing it against relaxation made a steady
 Quincy round slower (the race's hand-offs between processes cost more than relaxation ever won
 back) and a load-spreading round no faster, on this two-core machine. `solver="race"` races."""
 

@@ -1,5 +1,6 @@
 """Firmament's evaluation as experiments: the shape of Figures 7, 8 and 16, 9, 12a and 18 of the
-OSDI '16 paper (/work/shared/papers/firmament-osdi16.txt), rerun on this port. The framework
+OSDI '16 paper (https://www.usenix.org/conference/osdi16/technical-sessions/presentation/gog),
+rerun on this port. The framework
 (scales, measurements, claims, what a run writes) is `firmament_py.sim.experiment`; the
 registry is `firmament_py.sim.experiments`.
 

@@ -204,7 +204,7 @@ class RunSummary:
     migrations: int
     preemptions: int
     placement_latency_s: Percentiles
-    tasks_at_start: int
+    tasks_at_start: int | None
     start_latency_s: Percentiles
     arrival_latency_s: Percentiles
     algorithm_runtime_s: Percentiles
@@ -219,14 +219,18 @@ class RunSummary:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RunSummary:
-        """The inverse of `as_dict` (to compare runs saved as summary.json files)."""
+        """The inverse of `as_dict` (to compare runs saved as summary.json files). A summary
+        written before the starting tasks and the arrivals were told apart reads back with
+        `tasks_at_start` None and those two percentiles empty: not measured, not zero."""
+        unknown = asdict(Percentiles.of([]))
         return cls(
             **{
+                "tasks_at_start": None,
                 **values,
                 "rejections": tuple(values["rejections"]),
                 "placement_latency_s": Percentiles(**values["placement_latency_s"]),
-                "start_latency_s": Percentiles(**values["start_latency_s"]),
-                "arrival_latency_s": Percentiles(**values["arrival_latency_s"]),
+                "start_latency_s": Percentiles(**values.get("start_latency_s", unknown)),
+                "arrival_latency_s": Percentiles(**values.get("arrival_latency_s", unknown)),
                 "algorithm_runtime_s": Percentiles(**values["algorithm_runtime_s"]),
             }
         )
@@ -301,6 +305,16 @@ def write_summary_json(summary: RunSummary, path: PathLike) -> Path:
 # ---------------------------------------------------------------------- terminal tables
 
 
+def _count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _arrived(summary: RunSummary) -> int | None:
+    if summary.tasks_at_start is None:
+        return None
+    return summary.tasks_submitted - summary.tasks_at_start
+
+
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
@@ -344,11 +358,11 @@ _SECTIONS: tuple[list[_Row], ...] = (
         ("migrations", lambda s: f"{s.migrations:,}"),
     ],
     [
-        ("tasks at time 0", lambda s: f"{s.tasks_at_start:,}"),
-        ("their latency p50", lambda s: format_duration(s.start_latency_s.p50)),
-        ("their latency max", lambda s: format_duration(s.start_latency_s.max)),
-        ("tasks arriving later", lambda s: f"{s.tasks_submitted - s.tasks_at_start:,}"),
-        *_percentile_rows("their latency", lambda s: s.arrival_latency_s),
+        ("tasks at time 0", lambda s: _count(s.tasks_at_start)),
+        ("time-0 latency p50", lambda s: format_duration(s.start_latency_s.p50)),
+        ("time-0 latency max", lambda s: format_duration(s.start_latency_s.max)),
+        ("tasks arriving later", lambda s: _count(_arrived(s))),
+        *_percentile_rows("arrival latency", lambda s: s.arrival_latency_s),
     ],
     [
         *_percentile_rows("algorithm runtime", lambda s: s.algorithm_runtime_s),

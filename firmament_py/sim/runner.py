@@ -115,8 +115,8 @@ class SimulationJob:
         """The workload in a few words, for reports."""
         if self.trace is not None:
             return (
-                f"trace {self.trace} (machines {self.machine_fraction:g}, jobs "
-                f"{self.job_fraction:g}, speed-up {self.speedup:g})"
+                f"trace {self.trace} from {self.trace_start_s:g} s (machines "
+                f"{self.machine_fraction:g}, jobs {self.job_fraction:g}, speed-up {self.speedup:g})"
             )
         parts = [f"synthetic {self.synthetic}", f"seed {self.seed}"]
         if self.resource_requests:

@@ -166,7 +166,7 @@ def _field_name(name: str) -> str:
         raise ValueError(f"{name!r} cannot be a --param: {_OWN_OPTIONS[key]}")
     if key not in SWEEPABLE:
         raise ValueError(
-            f"unknown parameter {name!r}; a sweep can vary: {', '.join(sorted(SWEEPABLE))}"
+            f"--param: unknown parameter {name!r}; a sweep can vary: {', '.join(sorted(SWEEPABLE))}"
         )
     return key
 

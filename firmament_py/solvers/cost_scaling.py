@@ -420,7 +420,7 @@ def _refine(
     shows no other way). With `updates` (cs2's scheme, used on warm starts): arcs below -eps are
     saturated, active nodes are taken first in, first out, and a global price update runs at
     the start and every `update_every` relabels. Each scheme was the faster one where it is
-    used (docs/benchmarks.md).
+    used (docs/benchmarks-history.md).
     """
     n = len(net.first)
     floor = -eps if updates else 0

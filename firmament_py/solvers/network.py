@@ -146,7 +146,7 @@ class WholeNetwork(NamedTuple):
 # so the reserve costs address space, not memory; from the heap, calloc would zero it in full.
 # Copying incremental S90's six slot arrays as they grew took 500 ms in one round: each new 40 MB
 # array took up to 83 ms to fault in while the kernel compacted memory for the huge pages numpy
-# asks for (docs/benchmarks.md).
+# asks for (docs/benchmarks-history.md).
 _RESERVE = 4
 _RESERVE_FROM_BYTES = 8 << 20
 _PRIVATE_ANONYMOUS = mmap.MAP_PRIVATE | getattr(mmap, "MAP_ANONYMOUS", getattr(mmap, "MAP_ANON", 0))

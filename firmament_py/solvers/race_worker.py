@@ -151,7 +151,7 @@ def _warm_heap(solver: FlowSolver, waiting: Callable[[], bool]) -> None:
     (`racing._WORKER_ALLOCATOR`), which serve a block this size from the heap and keep it there
     once freed; under another allocator, or other settings, it is skipped. On job1k the
     favourite's solve faulted in about 600 pages without this, 50 to 90 with it
-    (docs/benchmarks.md).
+    (docs/benchmarks-history.md).
 
     It goes a chunk at a time and stops once `waiting()` says a command has come: in a race
     from scratch the parent's `solve` often arrives while this runs (16 to 36 ms on S50's

@@ -98,7 +98,7 @@ from firmament_py.solvers.race_worker import (
 
 DEFAULT_PAIR = ("relaxation", "cost-scaling")
 # Incremental relaxation answers 1%-churn rounds several times faster than from scratch
-# (docs/benchmarks.md); cost scaling covers the contended rounds where relaxation crawls.
+# (docs/benchmarks-history.md); cost scaling covers the contended rounds where relaxation crawls.
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {"relaxation": {"incremental": True}}
 
 # Run the worker without `-m`, which would warn that the package already imported the module.
@@ -124,9 +124,9 @@ _PROBE_MOST = 64
 # Outsized rounds: a round whose batches hold more than _OUTSIZED_FACTOR times as many rows as
 # the largest of the last _RECENT_ROUNDS rounds (or than _OUTSIZED_FACTOR x _OUTSIZED_FLOOR)
 # starts everybody at once. Relaxation wins incremental S90's rounds of 1% churn, and a job of
-# 10,000 tasks arriving there takes it 1.5 to 2 times cost scaling's time (docs/benchmarks.md):
-# with relaxation the favourite, a hedge would make that round cost its delay plus cost
-# scaling's time.
+# 10,000 tasks arriving there takes it 1.5 to 2 times cost scaling's time
+# (docs/benchmarks-history.md): with relaxation the favourite, a hedge would make that round cost
+# its delay plus cost scaling's time.
 _OUTSIZED_FACTOR = 4
 _OUTSIZED_FLOOR = 256
 _RECENT_ROUNDS = 8
@@ -138,7 +138,7 @@ _RECENT_ROUNDS = 8
 # core free, and the held worker catches up there. On qjob10k with 100 ms between rounds,
 # relaxation winning the rounds before the job, the job's round took the race 1.40 to 1.44
 # times cost scaling's time when this waited as long as the last solve (150 to 300 ms), and
-# 1.10 to 1.16 with 20 ms, at no cost to incremental S90's rounds (docs/benchmarks.md).
+# 1.10 to 1.16 with 20 ms, at no cost to incremental S90's rounds (docs/benchmarks-history.md).
 DEFAULT_IDLE: float | None = 0.02
 
 # Each end's send buffer: room for a round's batch or answer (megabytes) in one write, so that
@@ -155,8 +155,8 @@ _PICK_UP_SECONDS = 0.005
 # settles on after freeing a mapped block of just under 32 MB. A round's arrays (a flow and its
 # delta, the potentials: megabytes each) then reuse memory already faulted in instead of fresh
 # mappings, whose every page faults in again: 4 to 7 ms more a job1k round once snapshots
-# stopped being unpickled on the worker's heap (docs/benchmarks.md). Arrays with a reserve map
-# their buffers themselves (`network._reserved`), whatever the heap holds.
+# stopped being unpickled on the worker's heap (docs/benchmarks-history.md). Arrays with a
+# reserve map their buffers themselves (`network._reserved`), whatever the heap holds.
 _WORKER_ALLOCATOR = {
     "MALLOC_MMAP_THRESHOLD_": str(HEAP_BLOCKS_UNDER),
     "MALLOC_TRIM_THRESHOLD_": str(64 << 20),

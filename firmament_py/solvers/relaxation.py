@@ -55,7 +55,7 @@ _LEAF = int(NodeKind.LEAF)
 DEFAULT_TREE_LIMIT = 2000
 
 # Between sweeps, reprice forwards from the surplus nodes when at most this many are left, and
-# backwards from the deficits otherwise. Measured (docs/benchmarks.md): on incremental S90
+# backwards from the deficits otherwise. Measured (docs/benchmarks-history.md): on incremental S90
 # rounds, where one to four surplus nodes are left, the forward search needs fewer searches
 # and sweeps (relaxation 35-40% faster a round); on S105 from scratch, with thousands left,
 # each forward search is slower than the backward one.

@@ -5,7 +5,7 @@ numba loads a kernel's machine code from the cache the first time the kernel is 
 compiles it if the cache is cold; an incremental round calls kernels a from-scratch solve never
 does (batch checks, price seeding, the relaxation's sweeps and Dijkstra repricings). Measured
 on incremental S90 rounds: the first round after a load took about 300 ms more than the next
-ones with a warm cache (docs/benchmarks.md). `warm_up` takes a solver through every path a
+ones with a warm cache (docs/benchmarks-history.md). `warm_up` takes a solver through every path a
 round can take, on a cluster of four machines, so that a daemon or a race worker pays for
 this when it starts and not in its first round.
 """

@@ -1,4 +1,5 @@
-"""Scheduling workflows with network tasks (papers/network-tasks-infocom19.txt).
+"""Scheduling workflows with network tasks (Giroire et al., INFOCOM'19,
+https://ieeexplore.ieee.org/document/8737415).
 
 Jobs are DAG workflows of CPU tasks; when two dependent tasks run on different CPU machines, a
 network task must carry the data on network machines (the sender's upload link and the

@@ -1,5 +1,5 @@
 """`firmament-py workflow`: schedule a workflow file with one of the network-task algorithms,
-or generate a workflow file as section VI of papers/network-tasks-infocom19.txt draws them.
+or generate a workflow file as section VI of Giroire et al., INFOCOM'19 draws them.
 
     firmament-py workflow schedule FILE [--algorithm list|glist|glist-master|partition|all]
         [--machines N] [--network links|shared] [--capacity C] [--channels K] [--json OUT]

@@ -1,4 +1,4 @@
-"""The `network-tasks` experiment: Figures 4, 5 and 6 of papers/network-tasks-infocom19.txt
+"""The `network-tasks` experiment: Figures 4, 5 and 6 of Giroire et al., INFOCOM'19
 (section VI) on this port, through the framework of `firmament_py.sim.experiment`.
 
 Every point is one data set (a workflow, or a set of workflows) drawn as section VI says

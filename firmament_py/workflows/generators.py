@@ -1,4 +1,4 @@
-"""The workflows of section VI of papers/network-tasks-infocom19.txt, and the paper's small
+"""The workflows of section VI of Giroire et al., INFOCOM'19, and the paper's small
 examples (section IV's instance, a reconstruction of Figure 1's job).
 
 Section VI draws, from statistics of the Google 2011 trace:

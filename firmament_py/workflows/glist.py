@@ -1,5 +1,5 @@
 """GENERALIZED LIST SCHEDULING (G-LIST, Algorithm 2 and section V.A of
-papers/network-tasks-infocom19.txt) and its master-branch variant G-LIST-MASTER.
+Giroire et al., INFOCOM'19) and its master-branch variant G-LIST-MASTER.
 
 Time advances from event to event (a task ends, a machine frees, a pending task's data could
 have arrived): for unit tasks this is Algorithm 2's slot-by-slot clock, without visiting slots

@@ -1,5 +1,5 @@
 """The UET List Scheduler of Rayward-Smith, generalised to limited bandwidth (Algorithm 1 and
-section IV.A of papers/network-tasks-infocom19.txt): the baseline the paper shows to be
+section IV.A of Giroire et al., INFOCOM'19): the baseline the paper shows to be
 Omega(m)-approximate once bandwidth is limited.
 
 Two phases, as the paper describes them:

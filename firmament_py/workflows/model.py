@@ -1,4 +1,4 @@
-"""The problem SCHEDULING WITH NETWORK TASKS (papers/network-tasks-infocom19.txt, section III):
+"""The problem SCHEDULING WITH NETWORK TASKS (Giroire et al., INFOCOM'19, section III):
 workflows (DAGs of CPU tasks whose arcs carry data) and platforms (CPU machines with speeds and
 network machines with capacities), checked when they are made.
 

@@ -1,4 +1,4 @@
-"""PARTITION (Algorithm 3 and section V.C of papers/network-tasks-infocom19.txt): first decide
+"""PARTITION (Algorithm 3 and section V.C of Giroire et al., INFOCOM'19): first decide
 which tasks share a machine, then when everything runs.
 
 Phase 1, PARTITIONING TO SCHEDULE. The workflow is taken as an undirected graph whose vertices
