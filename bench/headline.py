@@ -5,7 +5,7 @@ renders them as the table at the top of docs/benchmarks.md.
                                         # docs/data/headline-<date>-<commit>/, then the doc
     python bench/headline.py --quick    # everything at a tiny scale (a smoke test): prints the
                                         # table, writes to a temporary folder, touches no doc
-    python bench/headline.py --render docs/data/headline-2026-11-28-dc5313f  # data -> doc
+    python bench/headline.py --render docs/data/headline-2026-11-28-da5968a  # data -> doc
 
 Each measurement is one of the existing scripts (bench/solvers.py, bench/round_cost.py,
 bench/daemon_ingest.py) run as a subprocess with its own options, each repeating itself and
