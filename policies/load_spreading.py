@@ -6,7 +6,8 @@ load-spreading policy, Firmament, OSDI'16, section 3.3 and Figure 6b). Octopus p
 machine at the number of tasks it already runs and leaves a task waiting at 1,000,000. Those
 costs are fixed for a round, so every task placed in one round sees the same prices: a batch of
 new tasks piles onto the machines that were emptiest when the round began, up to their free slots,
-and the imbalance lasts until tasks finish.
+and the imbalance lasts until tasks finish (the `octopus` policy, `octopus.py`, is that model as
+it is, for the experiments that reproduce the paper's).
 
 Here the k-th new task on a machine pays what the machine would then run. The SDK allows one arc
 per (class, resource) pair, so the increasing marginal costs come from a hierarchy of classes::

@@ -39,6 +39,7 @@ BUILT_IN = (
     "trivial",
     "random",
     "load-spreading",
+    "octopus",
     "cpu-mem",
     "quincy",
     "network-aware",
