@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from ortools.graph.python import min_cost_flow
 
 from firmament_py.flow.graph import FlowGraph
+from firmament_py.solvers import make_solver
 from firmament_py.solvers.base import FlowSolver
 from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.relaxation import RelaxationSolver
@@ -37,6 +38,8 @@ SOLVERS: dict[str, Callable[[], FlowSolver]] = {
     "relax-incremental-sweeps": lambda: RelaxationSolver(incremental=True, tree_limit=3),
     # The same sweeps, repriced backwards from the deficits (small graphs reprice forwards).
     "relax-sweeps-backward": lambda: RelaxationSolver(tree_limit=1, forward_reprice=0),
+    # The paper's relaxation, by the name the command line gives it: no tree limit at all.
+    "relax-pure": lambda: make_solver("relaxation-pure"),
     "cost-scaling": CostScalingSolver,
     "cost-scaling-alpha2": lambda: CostScalingSolver(alpha=2),
     "cost-scaling-global-updates": lambda: CostScalingSolver(global_updates=True),

@@ -54,6 +54,7 @@ ALGORITHM = {
     "relax-sweeps": "relaxation",
     "relax-incremental-sweeps": "relaxation",
     "relax-sweeps-backward": "relaxation",
+    "relax-pure": "relaxation",
     "cost-scaling": "cost-scaling",
     "cost-scaling-alpha2": "cost-scaling",
     "cost-scaling-global-updates": "cost-scaling",

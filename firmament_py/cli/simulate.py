@@ -194,8 +194,8 @@ def _base_job(policy: str, solver: str, workload: dict[str, Any]) -> SimulationJ
     "--solver",
     default="cost-scaling",
     show_default=True,
-    help="cost-scaling (incremental), relaxation, ssp, or race (relaxation against cost "
-    "scaling in two processes).",
+    help="cost-scaling (incremental), relaxation, ssp, race (relaxation against cost scaling "
+    "in two processes), or the paper's relaxation-pure and firmament-race (docs/solvers.md).",
 )
 @_workload_options
 @click.option(

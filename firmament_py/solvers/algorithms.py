@@ -7,6 +7,7 @@ importing the race.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from collections.abc import Callable
@@ -17,13 +18,26 @@ from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.relaxation import RelaxationSolver
 from firmament_py.solvers.ssp import SuccessiveShortestPathSolver
 
-__all__ = ["ALGORITHMS", "ALIASES", "algorithm_factory", "import_solver", "make_algorithm"]
+__all__ = [
+    "ALGORITHMS",
+    "ALIASES",
+    "RACES",
+    "algorithm_factory",
+    "import_solver",
+    "make_algorithm",
+]
 
 ALGORITHMS: dict[str, Callable[..., FlowSolver]] = {
     "relaxation": RelaxationSolver,
+    # The paper's relaxation (RELAX-IV as Firmament runs it): no tree is handed to blocking-flow
+    # sweeps, however large; `relaxation` is this project's hybrid (its module docstring).
+    "relaxation-pure": functools.partial(RelaxationSolver, tree_limit=0),
     "cost-scaling": CostScalingSolver,
     "ssp": SuccessiveShortestPathSolver,
 }
+
+RACES = ("race", "firmament-race")
+"""The names `registry.py` gives to races (solvers in worker processes, never built here)."""
 
 ALIASES = {"relax": "relaxation", "cs": "cost-scaling", "cost_scaling": "cost-scaling"}
 

@@ -3,6 +3,7 @@ single-process algorithms (`algorithms.py`) and the race between them."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +13,19 @@ from firmament_py.solvers.racing import RacingSolver
 
 __all__ = ["ALIASES", "SOLVERS", "make_solver", "solver_factory", "solver_names"]
 
-SOLVERS: dict[str, Callable[..., FlowSolver]] = {**ALGORITHMS, "race": RacingSolver}
+SOLVERS: dict[str, Callable[..., FlowSolver]] = {
+    **ALGORITHMS,
+    "race": RacingSolver,
+    # Firmament's race (OSDI'16, section 6.1): relaxation from scratch against incremental cost
+    # scaling, both started every round (no hedge); `race` starts relaxation incremental too and
+    # hedges on the last winner.
+    "firmament-race": functools.partial(
+        RacingSolver,
+        ("relaxation", "cost-scaling"),
+        {"relaxation": {"incremental": False}},
+        hedge=None,
+    ),
+}
 
 
 def solver_names() -> list[str]:

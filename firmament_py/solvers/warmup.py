@@ -21,7 +21,7 @@ from firmament_py.flow.graph import FlowGraph
 from firmament_py.flow.graphgen import ClusterGraph, ClusterSpec
 from firmament_py.flow.limits import NodeKind
 from firmament_py.flow.placement import extract_placement_array
-from firmament_py.solvers.algorithms import ALIASES, make_algorithm
+from firmament_py.solvers.algorithms import ALIASES, RACES, make_algorithm
 from firmament_py.solvers.batch_check import LiveIds
 from firmament_py.solvers.cost_scaling import CostScalingSolver
 
@@ -44,7 +44,7 @@ def warm_up(algorithm: str, options: Mapping[str, Any] | None = None) -> None:
     _read_a_placement()
     _edit_in_bulk()
     name = ALIASES.get(algorithm, algorithm)
-    if name == "race":
+    if name in RACES:
         cluster = _tiny_cluster()
         ids = LiveIds()
         ids.load(cluster.graph.snapshot())
