@@ -184,7 +184,7 @@ def test_files(run: _Run) -> None:
     summary = (out / f"{name}.md").read_text(encoding="utf-8")
     for claim in EXPECTED_CLAIMS[name]:
         assert claim in summary
-    assert "| claim | paper | ours | why they differ |" in summary
+    assert "| claim | paper | ours | verdict | why they differ |" in summary
 
 
 def test_csv_holds_every_measurement(run: _Run) -> None:
@@ -219,8 +219,8 @@ def test_read_result_refuses_other_files(tmp_path: Path) -> None:
 
 
 def test_claims_table(run: _Run) -> None:
-    """A block per claim: its lines labelled claim, paper, ours and why they differ; the scale
-    once, below the table."""
+    """A block per claim: its lines labelled claim, paper, ours, verdict and why they differ;
+    the scale once, below the table."""
     result = run.result
     assert [c.claim for c in result.claims] == EXPECTED_CLAIMS[result.name]
     for claim in result.claims:
@@ -230,7 +230,9 @@ def test_claims_table(run: _Run) -> None:
     assert table.row_count == len(CLAIM_FIELDS) * len(result.claims)
     labels, texts = (list(column.cells) for column in table.columns)
     assert labels == list(CLAIM_FIELDS) * len(result.claims)
-    assert texts == [text for c in result.claims for text in (c.claim, c.paper, c.ours, c.why)]
+    assert texts == [
+        text for c in result.claims for text in (c.claim, c.paper, c.ours, c.verdict_text, c.why)
+    ]
     assert isinstance(table.caption, str)
     assert table.caption.startswith(f"scale test: {result.scale_description}")
     console = Console(record=True, width=160)
@@ -263,6 +265,7 @@ def test_claims_fit_an_80_column_terminal(any_run: _Run) -> None:
     assert len(blocks) == len(result.claims)
     for claim, block in zip(result.claims, blocks, strict=True):
         text = len(claim.claim) + len(claim.paper) + len(claim.ours) + len(claim.why)
+        text += len(claim.verdict_text)
         assert len(block) <= math.ceil(text / 45) + len(CLAIM_FIELDS), (claim.claim, block)
 
 

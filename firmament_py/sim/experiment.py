@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rich.table import Table
 
+from firmament_py.sim.verdicts import Verdict
 from firmament_py.sim.wording import format_duration
 
 if TYPE_CHECKING:
@@ -82,19 +83,26 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Claim:
-    """One of the paper's claims next to our measurement of it, and why the two differ."""
+    """One of the paper's claims next to our measurement of it, and why the two differ; the
+    `verdict`, where the experiment computes one, is decided from the measured numbers
+    (`firmament_py.sim.verdicts`). None: not computed yet for this claim."""
 
     claim: str
     paper: str
     ours: str
     why: str
+    verdict: Verdict | None = None
+
+    @property
+    def verdict_text(self) -> str:
+        return str(self.verdict) if self.verdict is not None else "not computed"
 
 
 _SERIES_COLUMNS = 4
 """The most series a medians table shows as columns: four of them and a column of x values
 fit 80 columns; eight do not."""
 
-CLAIM_FIELDS: tuple[str, ...] = ("claim", "paper", "ours", "why they differ")
+CLAIM_FIELDS: tuple[str, ...] = ("claim", "paper", "ours", "verdict", "why they differ")
 """The labels of a claim's lines in `ExperimentResult.table`, in order."""
 
 CSV_COLUMNS: tuple[str, ...] = (
@@ -156,9 +164,9 @@ class ExperimentResult:
 
     @property
     def table(self) -> Table:
-        """The key claims, a block each: the claim, then the paper's number, ours and why they
-        differ, one under the other; the scale (the same for every claim) and the wall time
-        below the table.
+        """The key claims, a block each: the claim, then the paper's number, ours, the verdict
+        and why they differ, one under the other; the scale (the same for every claim) and the
+        wall time below the table.
 
         A block per claim rather than a column per field: five columns of prose share an
         80-column terminal at 15 characters each and wrap every cell to a score of lines,
@@ -170,7 +178,8 @@ class ExperimentResult:
             table.add_row(CLAIM_FIELDS[0], claim.claim, style="bold")
             table.add_row(CLAIM_FIELDS[1], claim.paper)
             table.add_row(CLAIM_FIELDS[2], claim.ours)
-            table.add_row(CLAIM_FIELDS[3], claim.why, end_section=True)
+            table.add_row(CLAIM_FIELDS[3], claim.verdict_text)
+            table.add_row(CLAIM_FIELDS[4], claim.why, end_section=True)
         wall = f"; wall time {self.wall_seconds:,.0f} s" if self.wall_seconds > 0 else ""
         table.caption = f"scale {self.scale}: {self.scale_description}{wall}"
         table.caption_justify = "left"
@@ -211,10 +220,13 @@ class ExperimentResult:
         lines = [
             f"Scale `{self.scale}`: {self.scale_description}.{wall}",
             "",
-            "| claim | paper | ours | why they differ |",
-            "|---|---|---|---|",
+            "| claim | paper | ours | verdict | why they differ |",
+            "|---|---|---|---|---|",
         ]
-        lines += [f"| {c.claim} | {c.paper} | {c.ours} | {c.why} |" for c in self.claims]
+        lines += [
+            f"| {c.claim} | {c.paper} | {c.ours} | {c.verdict_text} | {c.why} |"
+            for c in self.claims
+        ]
         for metric in self.summary_metrics or (self._main_metric(),):
             medians = self.medians(metric)
             names = self.series(metric)

@@ -1,0 +1,83 @@
+"""Whether a paper's claim held in our measurements, decided from the measured numbers against a
+criterion stated beside the verdict, never written in advance.
+
+A `Verdict` says the outcome (reproduced, partly, not reproduced), the criterion in words and
+the numbers that decided it. The functions below are the criteria the experiments use, each a
+plain rule over numbers: in how many of the cases a property held (`share`), whether a ratio
+reaches the paper's factor in the paper's direction (`factor`), whether a value falls within a
+factor of the paper's (`near`). An experiment's claim code measures, picks a criterion and
+passes the numbers; tests feed the same code numbers that must flip the outcome.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+__all__ = ["Outcome", "Verdict", "factor", "near", "share"]
+
+
+class Outcome(enum.Enum):
+    """How far a claim held."""
+
+    REPRODUCED = "reproduced"
+    PARTLY = "partly"
+    NOT_REPRODUCED = "not reproduced"
+    NOT_MEASURED = "not measured"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome, the criterion it was decided by, and the measured numbers that decided it."""
+
+    outcome: Outcome
+    criterion: str
+    decided_by: str
+
+    def __str__(self) -> str:
+        return f"{self.outcome.value}: {self.criterion} ({self.decided_by})"
+
+
+def share(held: int, cases: int, criterion: str, what: str) -> Verdict:
+    """Reproduced if the property held in every case, partly in some, not in none; `what`
+    names the cases ("sizes")."""
+    if cases <= 0:
+        return Verdict(Outcome.NOT_MEASURED, criterion, f"no {what} measured")
+    if held == cases:
+        outcome = Outcome.REPRODUCED
+    elif held > 0:
+        outcome = Outcome.PARTLY
+    else:
+        outcome = Outcome.NOT_REPRODUCED
+    return Verdict(outcome, criterion, f"held at {held} of {cases} {what}")
+
+
+def factor(ratio: float | None, paper: float, criterion: str) -> Verdict:
+    """A ratio that the paper puts at `paper` (> 1: the claim's side wins by that factor):
+    reproduced at `paper` or more, partly above 1 (the same direction, a smaller gap), not
+    reproduced at 1 or below (no gap, or the other way)."""
+    if ratio is None or not math.isfinite(ratio):
+        return Verdict(Outcome.NOT_MEASURED, criterion, "no ratio measured")
+    if ratio >= paper:
+        outcome = Outcome.REPRODUCED
+    elif ratio > 1:
+        outcome = Outcome.PARTLY
+    else:
+        outcome = Outcome.NOT_REPRODUCED
+    return Verdict(outcome, criterion, f"measured {ratio:.2g}x against the paper's {paper:g}x")
+
+
+def near(value: float | None, paper: float, within: float, criterion: str) -> Verdict:
+    """A quantity the paper measured at `paper`: reproduced within a factor `within` of it,
+    partly within `within` squared, not reproduced beyond."""
+    if value is None or not math.isfinite(value) or value <= 0 or paper <= 0:
+        return Verdict(Outcome.NOT_MEASURED, criterion, "no value measured")
+    off = max(value / paper, paper / value)
+    if off <= within:
+        outcome = Outcome.REPRODUCED
+    elif off <= within * within:
+        outcome = Outcome.PARTLY
+    else:
+        outcome = Outcome.NOT_REPRODUCED
+    return Verdict(outcome, criterion, f"measured {value:.2g} against the paper's {paper:.2g}")
