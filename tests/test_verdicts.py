@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from firmament_py.sim.experiment import Measurement
-from firmament_py.sim.firmament_figures import Fig7Params, Fig9Params, _fig7_claims, _fig9_claims
+from firmament_py.sim.firmament_figures import (
+    Fig7Params,
+    Fig9Params,
+    Fig12Params,
+    _fig7_claims,
+    _fig9_claims,
+    _fig12_claims,
+)
 from firmament_py.sim.verdicts import Outcome, factor, near, share
 
 
@@ -96,3 +103,34 @@ def test_fig9_crossover_follows_the_numbers() -> None:
     assert _fig9((3e-3, 9e-3, 3e-2), (3e-3, 9e-3, 3e-2))[1] is Outcome.PARTLY
     # Never slower: no crossover.
     assert _fig9((1e-4, 3e-4, 1e-3), (1e-4, 3e-4, 1e-3))[1] is Outcome.NOT_REPRODUCED
+
+
+FIG12 = Fig12Params(
+    machines=100, quincy_fractions=(0.2, 0.4, 0.8), spreading_fractions=(0.2,), seeds=(0,)
+)
+
+
+def _fig12(pure_ap: tuple[float, float, float]) -> Outcome:
+    """The Quincy claim's outcome when pure relaxation with AP takes `pure_ap` at the three
+    Quincy points and 1 ms without (the 80% point lies past the 50% of free slots)."""
+    measured = []
+    for fraction, with_ap in zip(FIG12.quincy_fractions, pure_ap, strict=True):
+        x = round(100 * fraction, 3)
+        for variant, seconds in (
+            ("AP", 1e-3),
+            ("no AP", 1e-3),
+            ("AP, no tree limit", with_ap),
+            ("no AP, no tree limit", 1e-3),
+        ):
+            measured.append(Measurement(f"quincy: {variant}", x, 0, "algorithm_s", seconds))
+    for variant in ("AP", "no AP", "AP, no tree limit", "no AP, no tree limit"):
+        measured.append(Measurement(f"load-spreading: {variant}", 20, 0, "algorithm_s", 1e-3))
+    verdict = _fig12_claims(FIG12, measured)[0].verdict
+    assert verdict is not None
+    return verdict.outcome
+
+
+def test_fig12a_arc_prioritisation_follows_the_numbers() -> None:
+    assert _fig12((5e-4, 6e-4, 1e-3)) is Outcome.REPRODUCED  # cut at both feasible points
+    assert _fig12((5e-4, 1e-3, 5e-4)) is Outcome.PARTLY  # at one; 80% is not judged
+    assert _fig12((1e-3, 1e-3, 5e-4)) is Outcome.NOT_REPRODUCED
