@@ -57,23 +57,11 @@ def _bad_values(param: click.Parameter, where: Path) -> list[str]:
     under_a_file = str(where / "a-file" / "x")
     if isinstance(kind, click.Choice):
         return ["nosuch"]
-    if isinstance(kind, click.types.IntParamType):
-        values = ["abc"]
-        low = getattr(kind, "min", None)
-        high = getattr(kind, "max", None)
-        if low is not None:
-            values.append(str(low - 1))
-        if high is not None:
-            values.append(str(high + 1))
-        return values
-    if isinstance(kind, click.types.FloatParamType):
-        values = ["abc", "nan"]
-        low = getattr(kind, "min", None)
-        high = getattr(kind, "max", None)
-        if low is not None:
-            values.append(str(low - 1))
-        if high is not None:
-            values.append(str(high + 1))
+    if isinstance(kind, click.types.IntParamType | click.types.FloatParamType):
+        values = ["abc"] if isinstance(kind, click.types.IntParamType) else ["abc", "nan"]
+        low, high = getattr(kind, "min", None), getattr(kind, "max", None)
+        values += [str(low - 1)] if low is not None else []
+        values += [str(high + 1)] if high is not None else []
         return values
     if isinstance(kind, click.Path):  # a path to be made may not exist yet: that is no error
         return [str(where / "nowhere" / "x"), under_a_file] if kind.exists else [under_a_file]

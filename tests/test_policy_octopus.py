@@ -5,13 +5,13 @@ the emptiest machines first and leaves the others as they were."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from firmament_policies.octopus import BUSY_PU_OFFSET, OCTOPUS_UNSCHEDULED_COST, OctopusPolicy
-from firmament_py.model import ClusterState, LabelSelector, MachineAdded, Resources, TaskSubmitted
+from firmament_py.model import TaskSubmitted
 from firmament_py.scheduler import Scheduler
 from firmament_py.sdk import (
     CLUSTER_AGGREGATOR,
@@ -21,29 +21,7 @@ from firmament_py.sdk import (
     selector_class,
 )
 from firmament_py.sdk.testing import PolicyHarness
-
-MACHINE = Resources(cpu_millicores=64_000, ram_bytes=256 << 30)
-ZONE_B = LabelSelector.equals("zone", "b")
-
-
-def cluster(slots: Sequence[int], *, zones: Sequence[str] = ()) -> ClusterState:
-    """Machines m0, m1, ... with these slot counts (and zone labels, if given)."""
-    state = ClusterState()
-    for index, count in enumerate(slots):
-        labels = {"zone": zones[index]} if zones else {}
-        state.apply(
-            MachineAdded(
-                time=0, machine_id=f"m{index}", capacity=MACHINE, slots=count, labels=labels
-            )
-        )
-    return state
-
-
-def submit(
-    state: ClusterState, first: int, count: int, selectors: tuple[LabelSelector, ...] = ()
-) -> None:
-    for task_id in range(first, first + count):
-        state.apply(TaskSubmitted(time=0, task_id=task_id, job_id="j", selectors=selectors))
+from tests.test_policy_load_spreading import ZONE_B, cluster, submit
 
 
 def running(scheduler: Scheduler) -> list[int]:
