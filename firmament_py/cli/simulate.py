@@ -238,7 +238,7 @@ def _simulate(
             def progress(now: int) -> None:
                 bar.update(task, completed=min(duration, now / 1_000_000))
 
-            result = run_job(job, progress=progress, on_bad_row=bad_rows.append)
+            result = run_job(job, progress=progress, on_bad_row=bad_rows.append, warmed_up=True)
             bar.update(task, completed=duration)
     except (PolicyError, SolverError, TraceError) as error:
         raise click.ClickException(str(error)) from None

@@ -168,13 +168,17 @@ def run_job(
     *,
     progress: Callable[[Time], None] | None = None,
     on_bad_row: Callable[[BadRow], None] | None = None,
+    warmed_up: bool = False,
 ) -> SimulationResult:
-    """Run `job` to its end and return the result. Raises what the parts raise: ValueError for a
-    bad preset or option, UnknownPolicyError / PolicyError, SolverError, TraceError (strict)."""
+    """Run `job` to its end and return the result (`warmed_up`: the caller has already run
+    `warm_up` for the job's solver, as `simulate` does to announce it). Raises what the parts
+    raise: ValueError for a bad preset or option, UnknownPolicyError / PolicyError,
+    SolverError, TraceError (strict)."""
     workload = job.workload(on_bad_row)
     # Load the solver's kernels now, so that the first rounds' runtimes are the algorithm's and
     # not numba loading machine code (about 8 ms of a 0.4 ms round at 1,000 machines).
-    warm_up(job.solver, job.solver_options)
+    if not warmed_up:
+        warm_up(job.solver, job.solver_options)
     with Scheduler(job.policy, solver=job.solver, solver_options=job.solver_options) as scheduler:
         # A race's workers warm up in their own processes; past a minute (a cold cache), go on.
         scheduler.solver.wait_ready(timeout=60.0)
