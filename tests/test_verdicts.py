@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from firmament_py.sim.experiment import Measurement
-from firmament_py.sim.firmament_figures import (
+from firmament_py.sim.figures import (
+    FIG7,
+    FIG9,
+    FIG12A,
     Fig7Params,
     Fig9Params,
     Fig12Params,
-    _fig7_claims,
-    _fig9_claims,
-    _fig12_claims,
 )
 from firmament_py.sim.verdicts import Outcome, factor, near, share
 
@@ -33,16 +33,16 @@ def test_share_factor_and_near_decide_by_their_rules() -> None:
     assert str(verdict) == "partly: relaxation the fastest at every size (held at 2 of 3 sizes)"
 
 
-FIG7 = Fig7Params(machines=(8, 16), seeds=(0,), ssp_max_machines=16)
+FIG7_SCALE = Fig7Params(machines=(8, 16), seeds=(0,), ssp_max_machines=16)
 
 
 def _fig7(times: dict[str, tuple[float, float]]) -> list[Outcome]:
     measured = [
         Measurement(algorithm, machines, 0, "algorithm_s", seconds)
         for algorithm, pair in times.items()
-        for machines, seconds in zip(FIG7.machines, pair, strict=True)
+        for machines, seconds in zip(FIG7_SCALE.machines, pair, strict=True)
     ]
-    return [claim.verdict.outcome for claim in _fig7_claims(FIG7, measured) if claim.verdict]
+    return [claim.verdict.outcome for claim in FIG7.claims(FIG7_SCALE, measured) if claim.verdict]
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_fig7_ssp_does_not_scale_follows_the_numbers(
     assert outcomes[1] is expected
 
 
-FIG9 = Fig9Params(machines=1000, job_sizes=(100, 300, 1000), seeds=(0,))
+FIG9_SCALE = Fig9Params(machines=1000, job_sizes=(100, 300, 1000), seeds=(0,))
 
 
 def _fig9(relaxation: tuple[float, ...], pure: tuple[float, ...]) -> list[Outcome]:
@@ -83,9 +83,9 @@ def _fig9(relaxation: tuple[float, ...], pure: tuple[float, ...]) -> list[Outcom
     measured = [
         Measurement(name, size, 0, "algorithm_s", seconds)
         for name, values in series.items()
-        for size, seconds in zip(FIG9.job_sizes, values, strict=True)
+        for size, seconds in zip(FIG9_SCALE.job_sizes, values, strict=True)
     ]
-    return [claim.verdict.outcome for claim in _fig9_claims(FIG9, measured) if claim.verdict]
+    return [claim.verdict.outcome for claim in FIG9.claims(FIG9_SCALE, measured) if claim.verdict]
 
 
 def test_fig9_linear_growth_follows_the_pure_series() -> None:
@@ -125,7 +125,7 @@ def _fig12(pure_ap: tuple[float, float, float]) -> Outcome:
             measured.append(Measurement(f"quincy: {variant}", x, 0, "algorithm_s", seconds))
     for variant in ("AP", "no AP", "AP, no tree limit", "no AP, no tree limit"):
         measured.append(Measurement(f"load-spreading: {variant}", 20, 0, "algorithm_s", 1e-3))
-    verdict = _fig12_claims(FIG12, measured)[0].verdict
+    verdict = FIG12A.claims(FIG12, measured)[0].verdict
     assert verdict is not None
     return verdict.outcome
 

@@ -1,6 +1,7 @@
 """The experiments `firmament-py experiment NAME` runs, by name: Firmament's figures
-(`firmament_figures`), then NoMora's (`firmament_py.nomora.experiment`), Zoe's
-(`firmament_py.zoe.experiment`) and the network-task workflows' (`firmament_py.workflows`).
+(`firmament_py.sim.figures`, a module per figure), then NoMora's
+(`firmament_py.nomora.experiment`), Zoe's (`firmament_py.zoe.experiment`) and the network-task
+workflows' (`firmament_py.workflows`).
 Each is an `Experiment` (see `firmament_py.sim.experiment` for what a run measures and writes);
 `run_experiment` runs one by name, `read_result` renders a saved run's CSV anew.
 """
@@ -21,7 +22,7 @@ from firmament_py.sim.experiment import (
     Progress,
     read_rows,
 )
-from firmament_py.sim.firmament_figures import (
+from firmament_py.sim.figures import (
     FIG7,
     FIG8_16,
     FIG9,

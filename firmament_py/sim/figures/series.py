@@ -1,0 +1,107 @@
+"""The series Firmament's figures measure: each name (an algorithm, or an algorithm with
+options) and the solver behind it, its label and colour in plots, and how the figures word the
+numbers they compare.
+
+Every solver is made afresh for every graph it loads, so that no point depends on the one
+measured before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from firmament_py.sim.experiment import (
+    Measurement,
+    format_number,
+    plot_medians,
+)
+from firmament_py.sim.wording import plural
+from firmament_py.solvers.base import FlowSolver
+from firmament_py.solvers.registry import make_solver
+from firmament_py.solvers.warmup import warm_up
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+RACE_OPTIONS: Mapping[str, Any] = {"hedge": None}
+"""The race as Firmament runs it (section 6.1): both algorithms start every round. Our default
+hedged start lets the last winner run alone first, which measures the favourite, not the race."""
+
+COLOURS = {
+    "relaxation": "C0",
+    "cost-scaling": "C1",
+    "ssp": "C2",
+    "race": "C3",
+    "relaxation-no-limit": "C9",
+}
+ALGORITHM_LABELS = {
+    "relaxation": "relaxation",
+    "cost-scaling": "cost scaling",
+    "ssp": "successive shortest path",
+    "race": "race (relaxation vs cost scaling)",
+    "relaxation-no-limit": "relaxation without tree limit",
+}
+SOLVER_OF: Mapping[str, tuple[str, Mapping[str, Any]]] = {
+    "relaxation-no-limit": ("relaxation", {"tree_limit": 0}),
+}
+"""Series that are a solver with options: (solver name, options). Others are the solver of
+their name with its defaults."""
+
+
+def warm_up_series(algorithms: Iterable[str]) -> None:
+    """Take each algorithm through a round first, so that loading the compiled kernels (or
+    compiling them, on a cold cache) is not timed (a race's workers warm up as they start)."""
+    for series in algorithms:
+        warm_up(*solver_and_options(series))
+
+
+def solver_and_options(series: str) -> tuple[str, dict[str, Any]]:
+    """The solver name and constructor options behind a series name."""
+    name, options = SOLVER_OF.get(series, (series, {}))
+    if name == "race":
+        options = {**RACE_OPTIONS, **options}
+    return name, dict(options)
+
+
+def series_solver(series: str) -> FlowSolver:
+    name, options = solver_and_options(series)
+    return make_solver(name, **options)
+
+
+def check_costs(costs: Mapping[str, int], where: str) -> None:
+    """Every algorithm must find the same optimum; a difference is a bug, not a measurement."""
+    if len(set(costs.values())) > 1:
+        raise RuntimeError(f"{where}: the algorithms disagree on the optimal cost: {costs}")
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b <= 0:
+        return None
+    return a / b
+
+
+def format_times(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}x"
+
+
+def plot_series_medians(
+    axes: Axes, measurements: Sequence[Measurement], metric: str, series: Sequence[str]
+) -> None:
+    plot_medians(axes, measurements, metric, series, labels=ALGORITHM_LABELS, colours=COLOURS)
+
+
+def values_of(measurements: Iterable[Measurement], metric: str) -> list[float]:
+    """Every measured value of `metric` (what a plot's axis must show)."""
+    return [m.value for m in measurements if m.metric == metric]
+
+
+def count_seeds(seeds: Sequence[int]) -> str:
+    """How many seeds each point was measured with: "1 seed", "3 seeds"."""
+    return plural(len(seeds), "seed")
+
+
+def format_span(values: Sequence[float]) -> str:
+    """The values' range, "8-16"; "30" when they are all one value, not "30-30"."""
+    low, high = format_number(min(values)), format_number(max(values))
+    return low if low == high else f"{low}-{high}"
