@@ -9,6 +9,7 @@ first round, as percentiles.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,8 @@ from firmament_py.sim.simulator import (
     SimulationResult,
 )
 from firmament_py.sim.synthetic import preset
-from firmament_py.sim.wording import format_duration
+from firmament_py.sim.verdicts import Outcome, Verdict, factor, share
+from firmament_py.sim.wording import format_duration, plural
 
 _PERCENTILES: tuple[tuple[str, float], ...] = (
     ("latency_p1_s", 1),
@@ -136,25 +138,29 @@ def _fig18_claims(p: Fig18Params, measurements: list[Measurement]) -> list[Claim
     def median(metric: str, algorithm: str, speedup: float) -> float | None:
         return medians_of(measurements, metric).get((algorithm, speedup))
 
+    def by_speedup(metric: str, algorithm: str) -> dict[float, float]:
+        return {x: v for (a, x), v in medians_of(measurements, metric).items() if a == algorithm}
+
     top, slow = max(p.speedups), min(p.speedups)
+    race_slowest = (median("latency_p50_s", "race", top) or 0) > max(
+        median("latency_p50_s", "relaxation", top) or math.inf,
+        median("latency_p50_s", "cost-scaling", top) or math.inf,
+    )
     return [
         Claim(
             "Firmament (the race) keeps up with an accelerated workload",
             "at 300x, 75% of tasks placed in under a second",
             f"race at {top:g}x: p75 {format_duration(median('latency_p75_s', 'race', top))}, p99 "
             f"{format_duration(median('latency_p99_s', 'race', top))}",
-            f"{p.machines:,} machines, not 12,500: rounds take milliseconds, far below the "
-            "gaps between arrivals even at the top speed-up"
+            f"{p.machines:,} machines, not 12,500"
+            + _solve_time("the race", median("algorithm_p50_s", "race", top), top)
             + (
                 "; the race is the slowest here, as shipping each round to two worker "
                 "processes costs more than either solve"
-                if (median("latency_p50_s", "race", top) or 0)
-                > max(
-                    median("latency_p50_s", "relaxation", top) or math.inf,
-                    median("latency_p50_s", "cost-scaling", top) or math.inf,
-                )
+                if race_slowest
                 else ""
             ),
+            _keeps_up_verdict(by_speedup("latency_p75_s", "race")),
         ),
         Claim(
             "Relaxation alone falls behind at high speed-ups",
@@ -164,6 +170,16 @@ def _fig18_claims(p: Fig18Params, measurements: list[Measurement]) -> list[Claim
             f"{format_duration(median('latency_max_s', 'relaxation', top))}",
             "The largest job scales with the cluster (at most 2 tasks per machine here), so "
             "contended rounds stay small; the paper's 25,000-task jobs are out of reach",
+            _gap_verdict(
+                by_speedup("latency_p99_s", "relaxation"),
+                by_speedup("latency_p99_s", "race"),
+                [s for s in p.speedups if s > _PAPER_FIG18_BEHIND_BEYOND],
+                f"any speed-up beyond {_PAPER_FIG18_BEHIND_BEYOND:g}x",
+                f"relaxation's p99 placement latency at least {_PAPER_FIG18_GAP:g}x the race's "
+                f"at every speed-up beyond {_PAPER_FIG18_BEHIND_BEYOND:g}x (the paper: above "
+                "10 s where the race places 75% within 1 s; its seconds are at 12,500 machines, "
+                "so the gap is judged); higher by less: partly",
+            ),
         ),
         Claim(
             "Cost scaling alone is too slow even without speed-up",
@@ -171,10 +187,87 @@ def _fig18_claims(p: Fig18Params, measurements: list[Measurement]) -> list[Claim
             f"cost scaling at {slow:g}x: p99 "
             f"{format_duration(median('latency_p99_s', 'cost-scaling', slow))}, max "
             f"{format_duration(median('latency_max_s', 'cost-scaling', slow))}",
-            "Incremental cost scaling on our small load-spreading graph takes milliseconds; "
-            "the paper's took tens of seconds per run at 12,500 machines (~30 s in Figure 16)",
+            f"Incremental cost scaling on our {p.machines:,}-machine load-spreading graph"
+            + _solve_time("", median("algorithm_p50_s", "cost-scaling", slow), slow)
+            + "; the paper's took tens of seconds per run at 12,500 machines (~30 s in Figure 16)",
+            _gap_verdict(
+                by_speedup("latency_p50_s", "cost-scaling"),
+                by_speedup("latency_p50_s", "race"),
+                [slow],
+                f"{slow:g}x",
+                f"cost scaling's median placement latency at {slow:g}x{_paper_at(slow, 1)} at "
+                f"least {_PAPER_FIG18_GAP:g}x the race's (the paper: above 10 s where the race "
+                "places tasks within a second; its seconds are at 12,500 machines, so the gap is "
+                "judged); higher by less: partly",
+            ),
         ),
     ]
+
+
+_PAPER_FIG18_KEEPS_UP_S = 1.0
+"""Figure 18: the race places 75% of tasks within a second at up to 300x. The bound is kept as it
+is: latencies are set against the sped-up task runtimes, which are the same at any cluster size
+(a smaller cluster's shorter rounds make it easier to meet)."""
+_PAPER_FIG18_BEHIND_BEYOND = 150.0
+"""Figure 18: relaxation alone falls behind beyond a 150x speed-up."""
+_PAPER_FIG18_GAP = 10.0
+"""How much slower a single algorithm's placement latency is than the race's where the paper
+says it does not scale: an order of magnitude, its single algorithms above 10 s where the race
+places tasks within a second."""
+_LATENCY_FLOOR_S = 1e-6
+"""A latency of 0 (placed in the round it arrived) counts as 1 µs, in a ratio as in the plot."""
+
+
+def _keeps_up_verdict(race_p75: Mapping[float, float]) -> Verdict:
+    """The race's p75 under `_PAPER_FIG18_KEEPS_UP_S` at every speed-up measured (`share`)."""
+    held = sum(value < _PAPER_FIG18_KEEPS_UP_S for value in race_p75.values())
+    top = max(race_p75, default=300)
+    return _share(
+        held,
+        len(race_p75),
+        f"the race's p75 placement latency under {_PAPER_FIG18_KEEPS_UP_S:g} s at every "
+        f"speed-up measured (up to {top:g}x{_paper_at(top, 300)}); the paper's bound is kept, "
+        "the task runtimes it is set against being the same at our size",
+        "speed-up",
+    )
+
+
+def _gap_verdict(
+    single: Mapping[float, float],
+    race: Mapping[float, float],
+    speedups: Sequence[float],
+    where: str,
+    criterion: str,
+) -> Verdict:
+    """A single algorithm's latency over the race's at each of `speedups` (`where` in words),
+    the smallest ratio against `_PAPER_FIG18_GAP` (`factor`); not measured if none was."""
+    ratios = [
+        max(single[s], _LATENCY_FLOOR_S) / max(race[s], _LATENCY_FLOOR_S)
+        for s in speedups
+        if s in single and s in race
+    ]
+    if not ratios:
+        return Verdict(Outcome.NOT_MEASURED, criterion, f"not measured at {where}")
+    return factor(min(ratios), _PAPER_FIG18_GAP, criterion)
+
+
+def _paper_at(speedup: float, paper: float) -> str:
+    """The paper's speed-up (", the paper's 300x") beside one of ours that differs from it."""
+    return "" if speedup == paper else f", the paper's {paper:g}x"
+
+
+def _solve_time(who: str, seconds: float | None, speedup: float) -> str:
+    """The median solve time, to follow a why (": the race's median solve takes 2.00 ms at
+    300x"); nothing where it was not measured."""
+    if seconds is None:
+        return ""
+    whose = f" {who}'s" if who else ""
+    return f":{whose} median solve takes {format_duration(seconds)} at {speedup:g}x"
+
+
+def _share(held: int, cases: int, criterion: str, noun: str) -> Verdict:
+    """`share`, its cases counted with the noun in the plural only where it takes one."""
+    return share(held, cases, criterion, plural(cases, noun).partition(" ")[2])
 
 
 def _fig18_plot(
@@ -188,7 +281,7 @@ def _fig18_plot(
     medians = {metric: medians_of(measurements, metric) for metric, _ in _PERCENTILES}
     speeds = sorted(p.speedups)
     width = 0.8 / max(1, len(p.algorithms))
-    floor = 1e-6  # a latency of 0 (placed in the round it arrived) drawn at 1 µs
+    floor = _LATENCY_FLOOR_S
     for index, algorithm in enumerate(p.algorithms):
         colour = COLOURS.get(algorithm, f"C{index}")
         positions = [i + (index - (len(p.algorithms) - 1) / 2) * width for i in range(len(speeds))]
