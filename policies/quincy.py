@@ -38,12 +38,17 @@ block is stored on one or more machines (its replicas). Give them to the policy 
   and `layout.set_input(task_id, {"blockA": 512 << 20})`.
 * Labels, for tasks and machines that arrive through events: the task label `quincy.input`
   holds `"blockA:536870912,blockB:1073741824"` (block:bytes, comma-separated), and the machine
-  label `quincy.blocks` holds `"blockA,blockC"` (the blocks it has a replica of).
+  label `quincy.blocks` holds `"blockA,blockC"` (the blocks it has a replica of). A manager
+  that knows where a task's blocks are when it submits the task (as HDFS tells a client) may
+  say so on the task instead, leaving the machines' labels alone: the task label
+  `quincy.replicas` holds a JSON object from block to machines, `{"blockA": ["m1", "m4"]}`.
 
 A task's input is its layout entry if it has one, else its label; a block's replicas are the
-machines the layout names plus those whose label lists it; replicas on machines that are not
-(or no longer) in the cluster do not count. A task without input costs nothing to place
-anywhere. A malformed `quincy.input` label makes the hooks about that task raise ValueError
+machines the layout names, those whose label lists it and, for the task that names them, those
+of its `quincy.replicas` label; replicas on machines that are not (or no longer) in the cluster
+do not count. A task without input costs nothing to place
+anywhere. A malformed `quincy.input` or `quincy.replicas` label makes the hooks about that
+task raise ValueError
 (the scheduler leaves that task out of the round and reports it).
 
 The scheduler asks for a task's preference arcs when the task joins the graph, and again only
@@ -61,6 +66,7 @@ answers, for tests and tools that ask one question at a time.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -95,16 +101,20 @@ __all__ = [
     "BLOCKS_LABEL",
     "CLUSTER_AGGREGATOR",
     "INPUT_LABEL",
+    "REPLICAS_LABEL",
     "DataLayout",
     "QuincyPolicy",
     "parse_blocks_label",
     "parse_input_label",
+    "parse_replicas_label",
 ]
 
 INPUT_LABEL = "quincy.input"
 """Task label: the blocks the task reads, as `"block:bytes,block:bytes"`."""
 BLOCKS_LABEL = "quincy.blocks"
 """Machine label: the blocks the machine holds a replica of, as `"block,block"`."""
+REPLICAS_LABEL = "quincy.replicas"
+"""Task label: where the blocks it reads are, as a JSON object `{"block": ["machine", ...]}`."""
 CLUSTER_AGGREGATOR: EquivClassId = "quincy-cluster-aggregator"
 """Quincy's X: the class every unconstrained task has an arc to, reaching every machine."""
 
@@ -136,6 +146,24 @@ def parse_input_label(value: str) -> dict[str, int]:
 def parse_blocks_label(value: str) -> frozenset[str]:
     """The block names in a `quincy.blocks` label."""
     return frozenset(block.strip() for block in value.split(",") if block.strip())
+
+
+def parse_replicas_label(value: str) -> dict[str, list[MachineId]]:
+    """The machines holding each block in a `quincy.replicas` label; ValueError if it is not a
+    JSON object from block names to lists of machine names."""
+    try:
+        replicas = json.loads(value)
+    except ValueError as exc:
+        raise ValueError(f"label {REPLICAS_LABEL!r}: not JSON ({exc}) in {value[:80]!r}") from None
+    if not isinstance(replicas, dict) or not all(
+        isinstance(machines, list) and all(isinstance(m, str) for m in machines)
+        for machines in replicas.values()
+    ):
+        raise ValueError(
+            f"label {REPLICAS_LABEL!r}: need an object from block to a list of machine names, "
+            f"got {value[:80]!r}"
+        )
+    return replicas
 
 
 class DataLayout:
@@ -199,6 +227,9 @@ class _Locality:
     input_bytes: int
     on_machine: Mapping[MachineId, int]
     on_rack: Mapping[RackId, int]
+    holders: Mapping[RackId, tuple[int, int]]
+    """By rack: how many of its machines hold some of the input, and the least any of them
+    holds (what the rack's worst machine has, when every machine holds some)."""
 
 
 def _holding(on: Mapping[str, int], threshold: float, input_bytes: int) -> list[str]:
@@ -253,9 +284,10 @@ class QuincyPolicy:
         self.wait_cost_per_second = wait_cost_per_second
         self.run_credit_per_second = run_credit_per_second
         # Caches for one round, emptied when the next starts: the replicas that machine
-        # labels declare, and each task's locality.
+        # labels declare, each task's locality and each rack's machine count.
         self._labelled_replicas: dict[str, list[MachineId]] | None = None
         self._localities: dict[TaskId, _Locality] = {}
+        self._rack_sizes: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"QuincyPolicy({self.layout!r})"
@@ -294,20 +326,37 @@ class QuincyPolicy:
         except ValueError as exc:
             raise ValueError(f"task {task.task_id}: {exc}") from None
 
+    @staticmethod
+    def _named_replicas(task: TaskView) -> Mapping[str, list[MachineId]]:
+        label = task.labels.get(REPLICAS_LABEL)
+        if label is None:
+            return {}
+        try:
+            return parse_replicas_label(label)
+        except ValueError as exc:
+            raise ValueError(f"task {task.task_id}: {exc}") from None
+
     def _locality(self, task: TaskView, cluster: ClusterView) -> _Locality:
         locality = self._localities.get(task.task_id)
         if locality is not None:
             return locality
         inputs = self._input(task)
+        named = self._named_replicas(task)
         on_machine: dict[MachineId, int] = {}
         on_rack: dict[RackId, int] = {}
         for block, size in inputs.items():
             machines = self._replicas(block, cluster)
+            machines.update(m for m in named.get(block, ()) if m in cluster.machines)
             for machine_id in machines:
                 on_machine[machine_id] = on_machine.get(machine_id, 0) + size
             for rack_id in {cluster.machine(machine_id).rack_id for machine_id in machines}:
                 on_rack[rack_id] = on_rack.get(rack_id, 0) + size
-        locality = _Locality(sum(inputs.values()), on_machine, on_rack)
+        holders: dict[RackId, tuple[int, int]] = {}
+        for machine_id, held in on_machine.items():
+            rack_id = cluster.machine(machine_id).rack_id
+            count, least = holders.get(rack_id, (0, held))
+            holders[rack_id] = (count + 1, min(least, held))
+        locality = _Locality(sum(inputs.values()), on_machine, on_rack, holders)
         self._localities[task.task_id] = locality
         return locality
 
@@ -315,18 +364,27 @@ class QuincyPolicy:
         """What running on `machine` costs in data moved: through its rack switch, the input in
         its rack but not on it; through the core switch, the input outside its rack."""
         local = locality.on_machine.get(machine.machine_id, 0)
-        in_rack = locality.on_rack.get(machine.rack_id, 0)
+        return self._cost(locality, local, locality.on_rack.get(machine.rack_id, 0))
+
+    def _cost(self, locality: _Locality, local: int, in_rack: int) -> int:
+        """The transfer cost on a machine holding `local` bytes of the input, in a rack holding
+        `in_rack` bytes: the fewer bytes on the machine, the higher."""
         through_tor = in_rack - local
         through_core = locality.input_bytes - in_rack
         cost = (self.tor_cost_per_mib * through_tor + self.core_cost_per_mib * through_core) // MIB
         return min(cost, MAX_COST)
 
     def _rack_cost(self, locality: _Locality, rack: ResourceView, cluster: ClusterView) -> int:
-        """The worst transfer cost over the rack's machines: what the rack arc promises."""
-        return max(
-            (self._transfer_cost(locality, cluster.machine(ref.id)) for ref in rack.children),
-            default=0,
-        )
+        """The worst transfer cost over the rack's machines, what the rack arc promises: that
+        of the machine holding the least input (none, unless every machine holds some)."""
+        machines = self._rack_sizes.get(rack.id)
+        if machines is None:
+            machines = self._rack_sizes[rack.id] = len(rack.children)
+        if machines == 0:
+            return 0
+        count, least = locality.holders.get(rack.id, (0, 0))
+        local = least if count == machines else 0
+        return self._cost(locality, local, locality.on_rack.get(rack.id, 0))
 
     def _cluster_cost(self, locality: _Locality, cluster: ClusterView) -> int:
         """The worst transfer cost over the cluster: what the arc to X promises."""
@@ -441,7 +499,9 @@ class QuincyPolicy:
         for rack_id in _holding(locality.on_rack, self.rack_threshold, locality.input_bytes):
             rack = cluster.racks[rack_id]
             # Flow into a rack may go on to any of its machines: each must be allowed.
-            if all(self._allowed(task, cluster.machine(ref.id)) for ref in rack.children):
+            if not task.selectors or all(
+                self._allowed(task, cluster.machine(ref.id)) for ref in rack.children
+            ):
                 preferred.append(rack.ref)
         return preferred
 
@@ -493,6 +553,7 @@ class QuincyPolicy:
         the caches built from them are dropped."""
         self._labelled_replicas = None
         self._localities.clear()
+        self._rack_sizes.clear()
         return None
 
 

@@ -6,6 +6,7 @@ anywhere."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -14,10 +15,12 @@ from firmament_policies.quincy import (
     BLOCKS_LABEL,
     CLUSTER_AGGREGATOR,
     INPUT_LABEL,
+    REPLICAS_LABEL,
     DataLayout,
     QuincyPolicy,
     parse_blocks_label,
     parse_input_label,
+    parse_replicas_label,
 )
 from firmament_py.model import (
     ClusterState,
@@ -113,6 +116,15 @@ def with_labels() -> Hooks:
     return Hooks(load_policy("quincy"), state)  # the entry point: made with no arguments
 
 
+def with_replicas_label() -> Hooks:
+    """The task says where its blocks are; the machines carry no labels."""
+    task_labels = {
+        INPUT_LABEL: ",".join(f"{block}:{size}" for block, size in INPUT.items()),
+        REPLICAS_LABEL: json.dumps(REPLICAS),
+    }
+    return Hooks(load_policy("quincy"), make_state(task_labels=task_labels))
+
+
 # ---------------------------------------------------------------------- describing data
 
 
@@ -126,6 +138,22 @@ def test_input_label_parses_blocks_and_sizes() -> None:
 def test_malformed_input_label_is_refused(value: str) -> None:
     with pytest.raises(ValueError, match=INPUT_LABEL):
         parse_input_label(value)
+
+
+@pytest.mark.parametrize("value", ["[1]", "{", '{"b": "m1"}', '{"b": [1]}'])
+def test_malformed_replicas_label_is_refused(value: str) -> None:
+    with pytest.raises(ValueError, match=REPLICAS_LABEL):
+        parse_replicas_label(value)
+    labels = {INPUT_LABEL: "b1:600", REPLICAS_LABEL: value}
+    hooks = Hooks(QuincyPolicy(), make_state(task_labels=labels))
+    with pytest.raises(PolicyError, match=r"task 1: label 'quincy.replicas'"):
+        hooks.preferences(1)
+
+
+def test_named_replicas_on_machines_not_in_the_cluster_do_not_count() -> None:
+    labels = {INPUT_LABEL: f"b9:{GIB}", REPLICAS_LABEL: json.dumps({"b9": ["m2", "gone"]})}
+    setup = Hooks(QuincyPolicy(), make_state(task_labels=labels))
+    assert setup.preferences(1) == {ResourceRef.machine("m2"): 0, ResourceRef.rack("r1"): 1024}
 
 
 def test_malformed_label_fails_the_task_hooks_naming_the_task() -> None:
@@ -148,7 +176,9 @@ def test_layout_checks_what_it_is_given() -> None:
 # ---------------------------------------------------------------------- arcs and costs
 
 
-@pytest.mark.parametrize("hooks", [with_layout, with_labels], ids=["layout", "labels"])
+@pytest.mark.parametrize(
+    "hooks", [with_layout, with_labels, with_replicas_label], ids=["layout", "labels", "replicas"]
+)
 def test_preferences_and_costs_follow_the_data(hooks: Callable[[], Hooks]) -> None:
     setup = hooks()
     assert setup.preferences(1) == expected_preferences()

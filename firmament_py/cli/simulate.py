@@ -137,6 +137,13 @@ _WORKLOAD_OPTIONS = [
         help="Keep the workload's CPU/RAM requests (for cpu-mem, network-aware); without them "
         "only slots matter, as in Firmament's simulator.",
     ),
+    click.option(
+        "--input-data/--no-input-data",
+        default=False,
+        show_default=True,
+        help="Give batch tasks input blocks on the machines, sized by runtime as in Firmament's "
+        "simulator, for quincy's locality.",
+    ),
 ]
 
 
@@ -171,6 +178,7 @@ def _base_job(policy: str, solver: str, workload: dict[str, Any]) -> SimulationJ
             trace_start_s=workload["trace_start"],
             strict=workload["strict"],
             resource_requests=workload["requests"],
+            input_data=workload["input_data"],
         )
         job.workload()  # names a bad preset or option before anything runs
         solver_factory(solver)

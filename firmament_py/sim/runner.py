@@ -16,6 +16,7 @@ from typing import Any
 from firmament_py.model.ids import Time
 from firmament_py.scheduler import Scheduler
 from firmament_py.sim.google_trace import WINDOW_OPENS, BadRow, TraceScale, read_google_trace
+from firmament_py.sim.input_data import SimulatedFileSystem
 from firmament_py.sim.simulator import (
     MICROSECONDS,
     Accounting,
@@ -56,7 +57,8 @@ class SimulationJob:
     capacities so that only slots matter, as in Firmament's simulator (section 7.1): a policy
     that prices slots only (trivial, load-spreading, quincy) would otherwise route tasks where
     the cluster refuses them. Turn it on for the policies that respect requests (cpu-mem,
-    network-aware)."""
+    network-aware). `input_data` gives batch tasks input blocks on the machines, for Quincy's
+    locality (neither workload records any)."""
 
     policy: str = "trivial"
     solver: str = "cost-scaling"
@@ -75,6 +77,7 @@ class SimulationJob:
     trace_start_s: float = TRACE_WINDOW_OPENS_S
     strict: bool = False
     resource_requests: bool = False
+    input_data: bool = False
     label: str = ""
 
     def __post_init__(self) -> None:
@@ -117,10 +120,13 @@ class SimulationJob:
             return (
                 f"trace {self.trace} from {self.trace_start_s:g} s (machines "
                 f"{self.machine_fraction:g}, jobs {self.job_fraction:g}, speed-up {self.speedup:g})"
+                + (", with input data" if self.input_data else "")
             )
         parts = [f"synthetic {self.synthetic}", f"seed {self.seed}"]
         if self.resource_requests:
             parts.append("with requests")
+        if self.input_data:
+            parts.append("with input data")
         if self.machines is not None:
             parts.append(f"{self.machines} machines")
         if self.load is not None:
@@ -129,10 +135,7 @@ class SimulationJob:
             parts.append(f"speed-up {self.speedup:g}")
         return ", ".join(parts)
 
-    def workload(
-        self, on_bad_row: Callable[[BadRow], None] | None = None
-    ) -> Iterable[WorkloadItem]:
-        """The items to replay, made lazily."""
+    def _items(self, on_bad_row: Callable[[BadRow], None] | None) -> Iterable[WorkloadItem]:
         if self.trace is not None:
             start = round(self.trace_start_s * MICROSECONDS)
             return read_google_trace(
@@ -154,6 +157,14 @@ class SimulationJob:
             changes["speedup"] = self.speedup
         spec = preset(self.synthetic, machines=self.machines, **changes)
         return SyntheticWorkload(spec, self.seed).items(self.duration_us)
+
+    def workload(
+        self, on_bad_row: Callable[[BadRow], None] | None = None
+    ) -> Iterable[WorkloadItem]:
+        """The items to replay, made lazily; with `input_data`, batch tasks carry input blocks
+        placed by a simulated file system (`firmament_py.sim.input_data`)."""
+        items = self._items(on_bad_row)
+        return SimulatedFileSystem(self.seed).attach(items) if self.input_data else items
 
     def config(self) -> SimulationConfig:
         return SimulationConfig(

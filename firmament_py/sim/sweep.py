@@ -21,10 +21,10 @@ The command line (``firmament-py sweep``, in `firmament_py.cli`) is meant to be 
 * ``--param NAME=V1,V2,...`` (repeatable): one more axis per option, over any `SimulationJob`
   field but policy, solver, seed, label and solver_options (``machines``, ``load``,
   ``speedup``, ``duration_s``, ``accounting``, ``round_interval_s``, ``synthetic``, ``trace``,
-  ``machine_fraction``, ``job_fraction``, ``resource_requests``, ``strict``). Hyphens read as
-  underscores, and `simulate`'s option names are accepted for their fields (``duration``,
-  ``round-interval``, ``requests``). Values are converted by the field's type; ``none`` is
-  None for an optional field (``machines=none``: the preset's own size);
+  ``machine_fraction``, ``job_fraction``, ``resource_requests``, ``input_data``, ``strict``).
+  Hyphens read as underscores, and `simulate`'s option names are accepted for their fields
+  (``duration``, ``round-interval``, ``requests``). Values are converted by the field's
+  type; ``none`` is None for an optional field (``machines=none``: the preset's own size);
 * ``--seeds N`` (default 1): seeds ``--seed`` .. ``--seed + N - 1`` of the synthetic workload;
 * ``--address HOST:PORT``: run on an existing Dask scheduler (its workers must have
   firmament-py installed and see any trace directory) instead of a local cluster;
@@ -260,6 +260,7 @@ _WORKLOAD_KEYS = (
     "job_fraction",
     "strict",
     "resource_requests",
+    "input_data",
 )
 """Besides the preset or trace and the seed, the job fields its workload depends on."""
 

@@ -34,6 +34,8 @@ COLOURS = {
     "ssp": "C2",
     "race": "C3",
     "relaxation-no-limit": "C9",
+    "firmament-race": "C3",
+    "cost-scaling-scratch": "C7",
 }
 ALGORITHM_LABELS = {
     "relaxation": "relaxation",
@@ -41,9 +43,12 @@ ALGORITHM_LABELS = {
     "ssp": "successive shortest path",
     "race": "race (relaxation vs cost scaling)",
     "relaxation-no-limit": "relaxation without tree limit",
+    "firmament-race": "Firmament's race (relaxation from scratch vs cost scaling)",
+    "cost-scaling-scratch": "cost scaling from scratch (Quincy)",
 }
 SOLVER_OF: Mapping[str, tuple[str, Mapping[str, Any]]] = {
     "relaxation-no-limit": ("relaxation", {"tree_limit": 0}),
+    "cost-scaling-scratch": ("cost-scaling", {"incremental": False}),
 }
 """Series that are a solver with options: (solver name, options). Others are the solver of
 their name with its defaults."""
