@@ -114,6 +114,7 @@ def _good_values(tmp: Path) -> dict[str, str]:
     assert made.exit_code == 0, made.output
     return {
         "name": "fig7",
+        "names": "fig7",
         "directory": str(tmp / "new-keys"),
         "server_directory": str(keys),
         "client_public_key": str(keys / "client.key"),

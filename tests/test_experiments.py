@@ -35,6 +35,7 @@ from firmament_py.sim.experiments import (
     Fig7Params,
     Fig9Params,
     Fig12Params,
+    Fig14Params,
     Fig18Params,
     Fig816Params,
     experiment_names,
@@ -66,6 +67,11 @@ EXPECTED_CLAIMS: dict[str, list[str]] = {
         "Arc prioritisation on load-spreading graphs",
         "(ours) Relaxation's tree limit on contended graphs",
     ],
+    "fig14": [
+        "Firmament places tasks more than 20x faster than Quincy",
+        "Firmament is sub-second up to the 90th percentile",
+        "The placement quality is identical to Quincy's",
+    ],
     "fig18": [
         "Firmament (the race) keeps up with an accelerated workload",
         "Relaxation alone falls behind at high speed-ups",
@@ -78,6 +84,7 @@ PLOTS: dict[str, list[str]] = {
     "fig8-16": ["fig8-16-fig8.png", "fig8-16-fig16.png"],
     "fig9": ["fig9.png"],
     "fig12a": ["fig12a.png"],
+    "fig14": ["fig14.png"],
     "fig18": ["fig18.png"],
 }
 
@@ -142,6 +149,7 @@ def test_names_in_the_papers_order() -> None:
         "fig8-16",
         "fig9",
         "fig12a",
+        "fig14",
         "fig18",
         "nomora-google",
         "zoe-turnaround",
@@ -206,9 +214,10 @@ def test_read_result_gives_the_run_back(run: _Run) -> None:
     assert (again.name, again.scale, again.title) == (result.name, result.scale, result.title)
     assert again.measurements == result.measurements
     assert again.claims == result.claims
-    assert again.markdown() == result.markdown().replace(
-        f" Wall time {result.wall_seconds:,.0f} s.", ""
-    )
+    # The commit, date, machine and wall time come back from NAME.json beside the CSV.
+    assert again.provenance is not None and again.provenance == result.provenance
+    assert again.wall_seconds == pytest.approx(result.wall_seconds, abs=1e-3)
+    assert again.markdown() == result.markdown()
 
 
 def test_read_result_refuses_other_files(tmp_path: Path) -> None:
@@ -431,6 +440,17 @@ def test_every_series_has_every_point(run: _Run) -> None:
                 for metric in ("latency_p1_s", "latency_p50_s", "latency_max_s")
             )
             assert 0 <= p1 <= p50 <= top
+    elif isinstance(params, Fig14Params):
+        grid = _grid(list(params.algorithms), [float(m) for m in params.machines], params.seeds)
+        for metric in ("arrivals", "never_placed", "rounds", "input_on_machine", "input_in_rack"):
+            assert _points(result, metric) == grid
+        assert _points(result, "latency_p50_s") == grid  # the test workload places arrivals
+        for key in grid:
+            quantiles = [result.medians(f"latency_p{q}_s")[key[:2]] for q in (1, 50, 90, 100)]
+            assert quantiles == sorted(quantiles) and quantiles[0] >= 0
+            # Quincy's locality: tasks go near their input (at 20 machines, one rack).
+            assert result.medians("input_on_machine")[key[:2]] > 0.2
+            assert result.medians("input_in_rack")[key[:2]] == 1.0
     else:
         assert isinstance(params, Fig12Params)
         variants = ["AP", "no AP", "AP, no tree limit", "no AP, no tree limit"]

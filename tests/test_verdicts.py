@@ -24,10 +24,10 @@ from firmament_py.sim.verdicts import Outcome, factor, near, share
 
 
 def test_share_factor_and_near_decide_by_their_rules() -> None:
-    assert share(3, 3, "c", "sizes").outcome is Outcome.REPRODUCED
-    assert share(1, 3, "c", "sizes").outcome is Outcome.PARTLY
-    assert share(0, 3, "c", "sizes").outcome is Outcome.NOT_REPRODUCED
-    assert share(0, 0, "c", "sizes").outcome is Outcome.NOT_MEASURED
+    assert share(3, 3, "c", "size").outcome is Outcome.REPRODUCED
+    assert share(1, 3, "c", "size").outcome is Outcome.PARTLY
+    assert share(0, 3, "c", "size").outcome is Outcome.NOT_REPRODUCED
+    assert share(0, 0, "c", "size").outcome is Outcome.NOT_MEASURED
     assert factor(100.0, 100, "c").outcome is Outcome.REPRODUCED
     assert factor(3.0, 100, "c").outcome is Outcome.PARTLY
     assert factor(0.9, 100, "c").outcome is Outcome.NOT_REPRODUCED
@@ -35,7 +35,7 @@ def test_share_factor_and_near_decide_by_their_rules() -> None:
     assert near(1.4, 1.0, 1.5, "c").outcome is Outcome.REPRODUCED
     assert near(0.5, 1.0, 1.5, "c").outcome is Outcome.PARTLY
     assert near(4.0, 1.0, 1.5, "c").outcome is Outcome.NOT_REPRODUCED
-    verdict = share(2, 3, "relaxation the fastest at every size", "sizes")
+    verdict = share(2, 3, "relaxation the fastest at every size", "size")
     assert str(verdict) == "partly: relaxation the fastest at every size (held at 2 of 3 sizes)"
 
 

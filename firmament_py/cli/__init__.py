@@ -51,6 +51,11 @@ COMMANDS: dict[str, LazyCommand] = {
         "policies",
         "List the installed scheduling policies (entry-point group firmament_py.policies).",
     ),
+    "render-docs": LazyCommand(
+        "firmament_py.cli.render_docs",
+        "render_docs",
+        "Render the results in Markdown write-ups from their committed CSVs.",
+    ),
     "serve": LazyCommand(
         "firmament_py.service.cli",
         "serve",

@@ -1,5 +1,5 @@
-"""`firmament-py experiment NAME`: rerun one of the papers' experiments, with a progress bar, and
-print its claims beside the paper's numbers."""
+"""`firmament-py experiment NAME...`: rerun papers' experiments, with a progress bar, and print
+their claims beside the paper's numbers."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ __all__ = ["experiment"]
 @click.command(
     short_help="Rerun one of the papers' experiments; set its claims beside the paper's."
 )
-@click.argument("name", type=click.Choice(experiment_names()))
+@click.argument("names", nargs=-1, required=True, type=click.Choice(experiment_names()))
 @click.option(
     "--scale",
     type=click.Choice(list(SCALES)),
@@ -32,16 +32,25 @@ __all__ = ["experiment"]
 @click.option(
     "--out",
     type=click.Path(file_okay=False),
-    help="Where the CSV, plots and summary go (default: experiments/NAME).",
+    help="Where the CSVs, plots and summaries go (default: experiments/NAME for one "
+    "experiment, experiments/ for several).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table.")
-def experiment(name: str, scale: str, out: str | None, quiet: bool) -> None:
-    """Reproduce one of the papers' experiments: Firmament's figures (docs/experiments.md),
-    NoMora's (docs/nomora.md), Zoe's (docs/zoe.md) and the network-task workflows'
-    (docs/workflows.md). Measures, plots, and sets each key claim beside the paper's number."""
-    err = Console(stderr=True)
-    directory = Path(out) if out is not None else Path("experiments") / name
+def experiment(names: tuple[str, ...], scale: str, out: str | None, quiet: bool) -> None:
+    """Reproduce papers' experiments, one after the other: Firmament's figures
+    (docs/experiments.md), NoMora's (docs/nomora.md), Zoe's (docs/zoe.md) and the network-task
+    workflows' (docs/workflows.md). Measures, plots, and sets each key claim beside the paper's
+    number; each run also records its commit, date and machine (NAME.json)."""
+    names = tuple(dict.fromkeys(names))
+    default = Path("experiments") / names[0] if len(names) == 1 else Path("experiments")
+    directory = Path(out) if out is not None else default
     directory.mkdir(parents=True, exist_ok=True)  # a bad --out fails now, not after the runs
+    for name in names:
+        _run(name, scale, directory, quiet)
+
+
+def _run(name: str, scale: str, directory: Path, quiet: bool) -> None:
+    err = Console(stderr=True)
     try:
         with Progress(
             TextColumn("{task.description}"),

@@ -11,7 +11,9 @@ writes into a directory:
 
 * `<name>.csv`: every measured point, one row per (series, x, seed, metric) in long format;
 * one or more PNG plots (`<name>*.png`), drawn on matplotlib `Figure` objects (no pyplot);
-* `<name>.md`: the claims table and the medians as Markdown, for the docs.
+* `<name>.md`: the claims table and the medians as Markdown, for the docs;
+* `<name>.json`: where and when it was measured (`firmament_py.sim.provenance`): the commit,
+  the date, the machine, the library versions and the wall time.
 
 Timings are wall-clock seconds on whatever machine runs them, so every point is repeated
 (seeds) and summarised by its median; nothing here compares a timing with a threshold.
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rich.table import Table
 
+from firmament_py.sim.provenance import Provenance, read_provenance, write_provenance
 from firmament_py.sim.verdicts import Verdict
 from firmament_py.sim.wording import format_duration
 
@@ -135,6 +138,8 @@ class ExperimentResult:
     """The metrics `medians_table` and `markdown` show (default: the first measured)."""
     files: list[Path] = field(default_factory=list)
     wall_seconds: float = 0.0
+    provenance: Provenance | None = None
+    """Where and when it was measured; None for a run saved before that was recorded."""
 
     @property
     def csv_path(self) -> Path:
@@ -322,6 +327,8 @@ class Experiment(Generic[P]):
         summary = out / f"{self.name}.md"
         summary.write_text(f"# {self.name}: {self.title}\n\n" + result.markdown(), encoding="utf-8")
         result.files.append(summary)
+        write_provenance(out / f"{self.name}.json", self.name, scale, result.wall_seconds)
+        result.provenance = read_provenance(out / f"{self.name}.json")
         return result
 
     def read(self, path: Path, scale: str, rows: Sequence[Mapping[str, str]]) -> ExperimentResult:
@@ -342,6 +349,9 @@ class Experiment(Generic[P]):
         ]
         result = self._result(scale, measurements)
         result.files.append(path)
+        result.provenance = read_provenance(path.with_suffix(".json"))
+        if result.provenance is not None:
+            result.wall_seconds = float(result.provenance.get("wall_seconds", 0.0))
         return result
 
     def _result(self, scale: str, measurements: list[Measurement]) -> ExperimentResult:

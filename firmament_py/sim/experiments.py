@@ -104,9 +104,9 @@ def run_experiment(
 
 def read_result(path: str | Path) -> ExperimentResult:
     """The result of a run from the CSV it wrote: the measurements, and the claims worked out
-    again from them with the current code (so that a saved run's tables can be rendered anew).
-    The wall time is not in the CSV: it reads as 0. ValueError if the file is no experiment's
-    CSV."""
+    again from them with the current code (so that a saved run's tables can be rendered anew),
+    and where and when it was measured from `NAME.json` beside it (without one, the wall time
+    reads as 0 and the provenance as None). ValueError if the file is no experiment's CSV."""
     name, scale, rows = read_rows(path)
     if name not in EXPERIMENTS:
         raise ValueError(f"{path}: unknown experiment {name!r}")

@@ -15,6 +15,8 @@ import enum
 import math
 from dataclasses import dataclass
 
+from firmament_py.sim.wording import plural
+
 __all__ = ["Outcome", "Verdict", "factor", "near", "share"]
 
 
@@ -39,18 +41,23 @@ class Verdict:
         return f"{self.outcome.value}: {self.criterion} ({self.decided_by})"
 
 
-def share(held: int, cases: int, criterion: str, what: str) -> Verdict:
-    """Reproduced if the property held in every case, partly in some, not in none; `what`
-    names the cases ("sizes")."""
+def share(
+    held: int, cases: int, criterion: str, case: str, cases_noun: str | None = None
+) -> Verdict:
+    """Reproduced if the property held in every case, partly in some, not in none; `case`
+    names one case ("size"), `cases_noun` the plural where it is not `case` + "s"."""
+    what = plural(cases, case, cases_noun).partition(" ")[2]
     if cases <= 0:
-        return Verdict(Outcome.NOT_MEASURED, criterion, f"no {what} measured")
+        return Verdict(
+            Outcome.NOT_MEASURED, criterion, f"no {plural(0, case, cases_noun)[2:]} measured"
+        )
     if held == cases:
         outcome = Outcome.REPRODUCED
     elif held > 0:
         outcome = Outcome.PARTLY
     else:
         outcome = Outcome.NOT_REPRODUCED
-    return Verdict(outcome, criterion, f"held at {held} of {cases} {what}")
+    return Verdict(outcome, criterion, f"held at {held:,} of {cases:,} {what}")
 
 
 def factor(ratio: float | None, paper: float, criterion: str) -> Verdict:
@@ -65,7 +72,7 @@ def factor(ratio: float | None, paper: float, criterion: str) -> Verdict:
         outcome = Outcome.PARTLY
     else:
         outcome = Outcome.NOT_REPRODUCED
-    return Verdict(outcome, criterion, f"measured {ratio:.2g}x against the paper's {paper:g}x")
+    return Verdict(outcome, criterion, f"measured {ratio:.3g}x against the paper's {paper:g}x")
 
 
 def near(value: float | None, paper: float, within: float, criterion: str) -> Verdict:
@@ -80,4 +87,4 @@ def near(value: float | None, paper: float, within: float, criterion: str) -> Ve
         outcome = Outcome.PARTLY
     else:
         outcome = Outcome.NOT_REPRODUCED
-    return Verdict(outcome, criterion, f"measured {value:.2g} against the paper's {paper:.2g}")
+    return Verdict(outcome, criterion, f"measured {value:.3g} against the paper's {paper:.3g}")

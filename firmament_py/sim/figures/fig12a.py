@@ -34,8 +34,7 @@ from firmament_py.sim.figures.series import (
     warm_up_series,
 )
 from firmament_py.sim.plots import legend_below, log_time_axis, ticks_at
-from firmament_py.sim.verdicts import Verdict, share
-from firmament_py.sim.wording import plural
+from firmament_py.sim.verdicts import share
 from firmament_py.solvers.registry import make_solver
 
 _FIG12_VARIANTS: tuple[tuple[str, Mapping[str, Any]], ...] = (
@@ -187,7 +186,7 @@ def _fig12_claims(p: Fig12Params, measurements: list[Measurement]) -> list[Claim
             "The paper's graph was contended but feasible; past the free slots ours are "
             "oversubscribed (some tasks cannot be placed), a case the paper does not describe, "
             "so only the points within them are judged",
-            _share(
+            share(
                 *cut("quincy", feasible, ", no tree limit"),
                 f"{criterion} within the free slots",
                 "feasible point",
@@ -204,7 +203,7 @@ def _fig12_claims(p: Fig12Params, measurements: list[Measurement]) -> list[Claim
             ),
             "Our prioritisation moves machine nodes to the front of the scan; every node the "
             "cluster aggregator reaches is a machine, so the order cannot change",
-            _share(*cut("load-spreading", spreading, ", no tree limit"), criterion, "point"),
+            share(*cut("load-spreading", spreading, ", no tree limit"), criterion, "point"),
         ),
         Claim(
             "(ours) Relaxation's tree limit on contended graphs",
@@ -213,7 +212,7 @@ def _fig12_claims(p: Fig12Params, measurements: list[Measurement]) -> list[Claim
             f"Quincy {limit('quincy', quincy)}",
             "The limit (trees over 2,000 nodes go to blocking-flow sweeps) is ours, tuned on "
             "oversubscribed Quincy graphs (docs/benchmarks.md); the paper's relaxation has none",
-            _share(
+            share(
                 *_cuts(
                     medians, "quincy", oversubscribed, "AP", "AP, no tree limit", _TREE_LIMIT_CUT
                 ),
@@ -251,12 +250,6 @@ def _cuts(
     ]
     measured = [(a, b) for a, b in pairs if a is not None and b is not None and b > 0]
     return sum(a <= (1 - by) * b for a, b in measured), len(measured)
-
-
-def _share(held: int, cases: int, criterion: str, noun: str) -> Verdict:
-    """`share`, its cases counted with the noun in the plural only where it takes one ("1 of 1
-    oversubscribed Quincy point")."""
-    return share(held, cases, criterion, plural(cases, noun).partition(" ")[2])
 
 
 def _fig12_plot(

@@ -243,7 +243,7 @@ def _sub_second(p50: float | None, p90: float | None) -> Verdict:
     if p50 is None or p90 is None:
         return Verdict(Outcome.NOT_MEASURED, criterion, "no latency measured")
     held = int(p50 < 1.0) + int(p90 < 1.5)
-    verdict = share(held, 2, criterion, "bounds")
+    verdict = share(held, 2, criterion, "bound")
     return Verdict(
         verdict.outcome,
         criterion,
@@ -267,7 +267,7 @@ def _same_quality(measurements: list[Measurement], machines: float) -> Verdict:
             continue
         cases += 1
         held += int(abs(fast - slow) <= _QUALITY_MARGIN)
-    return share(held, cases, criterion, "shares")
+    return share(held, cases, criterion, "share")
 
 
 def _locality_text(measurements: list[Measurement], machines: float) -> str:

@@ -40,7 +40,7 @@ from firmament_py.sim.simulator import (
 )
 from firmament_py.sim.synthetic import preset
 from firmament_py.sim.verdicts import Outcome, Verdict, factor, share
-from firmament_py.sim.wording import format_duration, plural
+from firmament_py.sim.wording import format_duration
 
 _PERCENTILES: tuple[tuple[str, float], ...] = (
     ("latency_p1_s", 1),
@@ -222,7 +222,7 @@ def _keeps_up_verdict(race_p75: Mapping[float, float]) -> Verdict:
     """The race's p75 under `_PAPER_FIG18_KEEPS_UP_S` at every speed-up measured (`share`)."""
     held = sum(value < _PAPER_FIG18_KEEPS_UP_S for value in race_p75.values())
     top = max(race_p75, default=300)
-    return _share(
+    return share(
         held,
         len(race_p75),
         f"the race's p75 placement latency under {_PAPER_FIG18_KEEPS_UP_S:g} s at every "
@@ -263,11 +263,6 @@ def _solve_time(who: str, seconds: float | None, speedup: float) -> str:
         return ""
     whose = f" {who}'s" if who else ""
     return f":{whose} median solve takes {format_duration(seconds)} at {speedup:g}x"
-
-
-def _share(held: int, cases: int, criterion: str, noun: str) -> Verdict:
-    """`share`, its cases counted with the noun in the plural only where it takes one."""
-    return share(held, cases, criterion, plural(cases, noun).partition(" ")[2])
 
 
 def _fig18_plot(

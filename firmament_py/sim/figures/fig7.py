@@ -135,7 +135,7 @@ def _fig7_claims(p: Fig7Params, measurements: list[Measurement]) -> list[Claim]:
             f"Our cost scaling (alpha 9, partial relabels) takes {format_duration(cs)} at "
             f"{largest:,} machines, Quincy's took tens of seconds on the 12,500-machine cluster "
             "(Figures 3, 15a), so the paper's 100x gap is not expected here",
-            share(len(fastest), len(measured), "relaxation the fastest at every size", "sizes"),
+            share(len(fastest), len(measured), "relaxation the fastest at every size", "size"),
         )
     ]
     if ssp_sizes:

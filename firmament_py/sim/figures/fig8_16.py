@@ -404,7 +404,7 @@ def _slowest_verdict(
             if x == u and series != "relaxation"
         )
     ]
-    return _share(
+    return share(
         len(held),
         len(over),
         "relaxation slower than every other algorithm measured at every oversubscribed "
@@ -412,12 +412,6 @@ def _slowest_verdict(
         "is judged",
         "oversubscribed utilisation",
     )
-
-
-def _share(held: int, cases: int, criterion: str, noun: str) -> Verdict:
-    """`share`, its cases counted with the noun in the plural only where it takes one ("1 of 1
-    oversubscribed utilisation")."""
-    return share(held, cases, criterion, plural(cases, noun).partition(" ")[2])
 
 
 def _fig16_claims(p: Fig816Params, measurements: list[Measurement]) -> list[Claim]:
@@ -609,7 +603,7 @@ def _winner_verdict(
             continue
         cases += 1
         held += winner == ("relaxation" if relax < cs else "cost-scaling")
-    return _share(
+    return share(
         held,
         cases,
         "the race answered with the algorithm that was faster alone, in every job round where "
