@@ -16,6 +16,7 @@ from firmament_py.sim.experiment import (
     format_number,
     plot_medians,
 )
+from firmament_py.sim.simulator import MICROSECONDS, SimulationResult
 from firmament_py.sim.wording import plural
 from firmament_py.solvers.base import FlowSolver
 from firmament_py.solvers.registry import make_solver
@@ -110,3 +111,23 @@ def format_span(values: Sequence[float]) -> str:
     """The values' range, "8-16"; "30" when they are all one value, not "30-30"."""
     low, high = format_number(min(values)), format_number(max(values))
     return low if low == high else f"{low}-{high}"
+
+
+def arrival_latencies(result: SimulationResult) -> tuple[list[float], int]:
+    """The placement latency in seconds of every task that arrived after the first round ended
+    (the population submitted at time 0 measures one giant first round, not the load), and how
+    many of them were never placed. An unplaced arrival counts with the time it waited until the
+    run ended, a lower bound of its latency, so that a policy that leaves tasks waiting cannot
+    look fast by leaving them out."""
+    first_end = result.rounds[0].start + result.rounds[0].duration if result.rounds else 0
+    latencies: list[float] = []
+    unplaced = 0
+    for task in result.tasks.values():
+        if task.submit_time < max(first_end, 1):
+            continue
+        latency = task.placement_latency
+        if latency is None:
+            unplaced += 1
+            latency = max(0, result.end_time - task.submit_time)
+        latencies.append(latency / MICROSECONDS)
+    return latencies, unplaced
