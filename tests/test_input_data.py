@@ -130,3 +130,17 @@ def test_quincy_places_tasks_near_their_input_in_a_simulation() -> None:
             local += record.machine_id in holders
     assert placed > 100
     assert local / placed > 0.75, (local, placed)  # by chance alone: about 3 in 100
+
+
+def test_a_sped_up_workload_keeps_its_input_sizes() -> None:
+    runtime = 24 * HOUR
+
+    def blocks(speedup: float) -> int:
+        items = [*_machines(10), _task(1, round(runtime / speedup))]
+        fs = SimulatedFileSystem(speedup=speedup)
+        (task,) = [i for i in fs.attach(items) if isinstance(i, TaskArrival)]
+        return len(parse_input_label(task.submitted.labels[INPUT_LABEL]))
+
+    assert blocks(1.0) == blocks(50.0) == SimulatedFileSystem().blocks(runtime)
+    with pytest.raises(ValueError, match="speed-up"):
+        SimulatedFileSystem(speedup=0)

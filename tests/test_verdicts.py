@@ -3,6 +3,7 @@ and Firmament's figures given numbers that must flip each computed verdict."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -19,6 +20,14 @@ from firmament_py.sim.figures import (
     Fig12Params,
     Fig18Params,
     Fig816Params,
+    fig18,
+)
+from firmament_py.sim.simulator import (
+    MICROSECONDS,
+    Accounting,
+    RoundRecord,
+    SimulationResult,
+    TaskRecord,
 )
 from firmament_py.sim.verdicts import Outcome, factor, near, share
 
@@ -140,6 +149,52 @@ def test_fig12a_arc_prioritisation_follows_the_numbers() -> None:
     assert _fig12((5e-4, 6e-4, 1e-3)) is Outcome.REPRODUCED  # cut at both feasible points
     assert _fig12((5e-4, 1e-3, 5e-4)) is Outcome.PARTLY  # at one; 80% is not judged
     assert _fig12((1e-3, 1e-3, 5e-4)) is Outcome.NOT_REPRODUCED
+
+
+def _fig12_flat(params: Fig12Params, rises: Mapping[str, float] | None = None) -> list[Claim]:
+    """Fig. 12a's claims when pure relaxation with AP takes 0.5 ms at every point and every
+    other variant 1 ms; `rises` the price rises of the load-spreading variants (none given:
+    not measured)."""
+    measured = []
+    points = [("quincy", f) for f in params.quincy_fractions]
+    points += [("load-spreading", f) for f in params.spreading_fractions]
+    for shape, fraction in points:
+        x = round(100 * fraction, 3)
+        for variant in ("AP", "no AP", "AP, no tree limit", "no AP, no tree limit"):
+            seconds = 5e-4 if variant == "AP, no tree limit" else 1e-3
+            measured.append(Measurement(f"{shape}: {variant}", x, 0, "algorithm_s", seconds))
+            if shape == "load-spreading" and rises is not None and variant in rises:
+                measured.append(
+                    Measurement(f"{shape}: {variant}", x, 0, "price_rises", rises[variant])
+                )
+    return FIG12A.claims(params, measured)
+
+
+def test_fig12a_a_burst_that_just_fills_the_free_slots_is_feasible() -> None:
+    """10% new tasks with 90% running fill the free slots exactly, though 0.1 > 1 - 0.9 in
+    floating point: the point is judged as feasible, not as oversubscribed."""
+    params = Fig12Params(
+        machines=100,
+        quincy_fractions=(0.1,),
+        spreading_fractions=(0.2,),
+        seeds=(0,),
+        running=0.9,
+    )
+    claims = _fig12_flat(params)
+    assert _outcomes(claims)[0] is Outcome.REPRODUCED  # the feasible Quincy point is judged
+    assert _outcomes(claims)[2] is Outcome.NOT_MEASURED  # no oversubscribed point
+
+
+def test_fig12a_load_spreading_why_follows_the_price_rises() -> None:
+    """The why says the order cannot change only where the price rises show it."""
+    params = FIG12
+    unmeasured = _fig12_flat(params)[1]
+    assert "cannot change" not in unmeasured.why
+    assert "identical" not in unmeasured.ours
+    same = _fig12_flat(params, {"AP": 7, "no AP": 7})[1]
+    assert "cannot change" in same.why
+    differ = _fig12_flat(params, {"AP": 7, "no AP": 9})[1]
+    assert "cannot change" not in differ.why
 
 
 def _outcomes(claims: Sequence[Claim]) -> list[Outcome]:
@@ -294,6 +349,10 @@ def test_fig8_race_answers_with_the_faster_follows_the_numbers() -> None:
         ({"race": 1.5}, Outcome.NOT_REPRODUCED),  # nearer relaxation's 2 s
         ({"relaxation": 0.4, "cost-scaling": 2.0, "race": 0.5}, Outcome.REPRODUCED),
         ({"relaxation": 0.4, "cost-scaling": 2.0, "race": 1.5}, Outcome.NOT_REPRODUCED),
+        # Within 1.5x of the faster but as slow as the slower: it follows neither.
+        ({"relaxation": 1.0, "cost-scaling": 1.5, "race": 1.5}, Outcome.NOT_REPRODUCED),
+        # The two alone 1.2x apart: which one the race follows cannot be told.
+        ({"relaxation": 1.0, "cost-scaling": 1.2, "race": 1.45}, Outcome.NOT_MEASURED),
     ],
 )
 def test_fig16_race_follows_the_faster_follows_the_numbers(
@@ -309,10 +368,62 @@ def test_fig16_race_follows_the_faster_follows_the_numbers(
         ({"relaxation": 27, "race": 37}, Outcome.NOT_REPRODUCED),  # relaxation first
         ({"relaxation": 40}, Outcome.REPRODUCED),  # never: counted at the run's end, 30 s
         ({"race": 40}, Outcome.NOT_REPRODUCED),  # the race never recovers
+        ({"relaxation": 40, "race": 40}, Outcome.NOT_MEASURED),  # neither recovers
     ],
 )
 def test_fig16_recovery_follows_the_numbers(normal_from: dict[str, int], expected: Outcome) -> None:
     assert _fig816(normal_from=normal_from)[4] is expected
+
+
+def test_fig16_recovery_of_neither_is_not_measured() -> None:
+    measured = _fig816_measured(
+        _FIG8_RELAXATION, _FIG8_WINNERS, _FIG8_RACE, None, {"relaxation": 40, "race": 40}
+    )
+    verdict = FIG8_16.claims(FIG816, measured)[4].verdict
+    assert verdict is not None
+    assert "neither recovered within the run" in verdict.decided_by
+
+
+def test_fig8_rounds_that_took_no_time_alone_decide_no_winner() -> None:
+    """At 85% both algorithms alone took 0 s: that round says nothing about who should win (and
+    the race's overhead over the faster is not divided by it)."""
+    measured = [
+        dataclasses.replace(m, value=0.0)
+        if m.metric == "job_round_s" and m.x == 85 and m.series != "race"
+        else m
+        for m in _fig816_measured(_FIG8_RELAXATION, _FIG8_WINNERS, _FIG8_RACE, None, None)
+    ]
+    verdict = FIG8_16.claims(FIG816, measured)[2].verdict
+    assert verdict is not None
+    assert verdict.outcome is Outcome.REPRODUCED
+    assert "5 of 5" in verdict.decided_by
+
+
+def test_fig8_without_job_rounds_keeps_its_claims_unmeasured() -> None:
+    """Figure 16's replays alone: Figure 8's three claims are still there, not measured."""
+    measured = [
+        m
+        for m in _fig816_measured(_FIG8_RELAXATION, _FIG8_WINNERS, _FIG8_RACE, None, None)
+        if m.metric != "job_round_s"
+    ]
+    claims = FIG8_16.claims(FIG816, measured)
+    assert [c.claim for c in claims] == [c.claim for c in FIG8_16.claims(FIG816, _all_fig816())]
+    assert _outcomes(claims)[:3] == [Outcome.NOT_MEASURED] * 3
+    assert _outcomes(claims)[3:] == [Outcome.REPRODUCED] * 2
+
+
+def _all_fig816() -> list[Measurement]:
+    return _fig816_measured(_FIG8_RELAXATION, _FIG8_WINNERS, _FIG8_RACE, None, None)
+
+
+def test_fig8_crossover_why_follows_the_crossover() -> None:
+    """The why explains a late crossover (relaxation fast while the job fits) only where the
+    crossover lies past 100%."""
+    at_95 = FIG8_16.claims(FIG816, _all_fig816())[0]
+    assert "one pass" not in at_95.why
+    late = (1e-3, 1e-3, 1e-3, 1e-3, 0.1, 0.1)  # slower from 105%
+    measured = _fig816_measured(late, _FIG8_WINNERS, _FIG8_RACE, None, None)
+    assert "one pass" in FIG8_16.claims(FIG816, measured)[0].why
 
 
 def test_fig16_recovery_needs_rounds_before_the_burst() -> None:
@@ -344,10 +455,10 @@ _FIG18_LATENCIES: dict[tuple[str, str], tuple[float, ...]] = {
 relaxation's p99 40x the race's at 300x, cost scaling's median 1,500x the race's at 1x."""
 
 
-def _fig18(
+def _fig18_claims(
     changes: Mapping[tuple[str, str], tuple[float, ...]] | None = None,
     params: Fig18Params = FIG18_SCALE,
-) -> list[Outcome]:
+) -> list[Claim]:
     latencies = {**_FIG18_LATENCIES, **(changes or {})}
     measured = [
         Measurement(algorithm, speedup, 0, metric, value)
@@ -355,7 +466,14 @@ def _fig18(
         for speedup, value in zip(FIG18_SCALE.speedups, values, strict=True)
         if speedup in params.speedups
     ]
-    return _outcomes(FIG18.claims(params, measured))
+    return FIG18.claims(params, measured)
+
+
+def _fig18(
+    changes: Mapping[tuple[str, str], tuple[float, ...]] | None = None,
+    params: Fig18Params = FIG18_SCALE,
+) -> list[Outcome]:
+    return _outcomes(_fig18_claims(changes, params))
 
 
 def test_fig18_defaults_reproduce_every_claim() -> None:
@@ -378,3 +496,103 @@ def test_fig18_cost_scaling_too_slow_follows_the_numbers() -> None:
     assert _fig18({("cost-scaling", "latency_p50_s"): (5e-2, 15.0, 15.0)})[2] is Outcome.PARTLY
     slow_later = {("cost-scaling", "latency_p50_s"): (5e-3, 15.0, 15.0)}  # only 1x is judged
     assert _fig18(slow_later)[2] is Outcome.NOT_REPRODUCED
+
+
+def test_fig18_a_gap_under_a_second_is_not_falling_behind() -> None:
+    """1 ms against a race's 50 µs is a 20x gap, but no latency the paper would call behind:
+    at most partly."""
+    fast = {
+        ("race", "latency_p99_s"): (5e-5, 5e-5, 5e-5),
+        ("relaxation", "latency_p99_s"): (1e-3, 1e-3, 1e-3),
+    }
+    claims = _fig18_claims(fast)
+    verdict = claims[1].verdict
+    assert verdict is not None and verdict.outcome is Outcome.PARTLY
+    assert "1 s" in verdict.criterion and "not behind" in verdict.decided_by
+    fast_cs = {
+        ("race", "latency_p50_s"): (5e-5, 5e-5, 5e-5),
+        ("cost-scaling", "latency_p50_s"): (1e-3, 1e-3, 1e-3),
+    }
+    assert _fig18(fast_cs)[2] is Outcome.PARTLY
+    # A small gap under a second stays partly; no gap stays not reproduced.
+    small = {("cost-scaling", "latency_p50_s"): (2e-2, 15.0, 15.0)}
+    assert _fig18(small)[2] is Outcome.PARTLY
+    none = {("cost-scaling", "latency_p50_s"): (1e-2, 15.0, 15.0)}
+    assert _fig18(none)[2] is Outcome.NOT_REPRODUCED
+
+
+def test_fig18_cost_scaling_ours_shows_the_median_it_is_judged_by() -> None:
+    assert "p50 15.00 s" in _fig18_claims()[2].ours
+
+
+def test_fig18_a_zero_latency_is_measured_not_missing() -> None:
+    """Relaxation placing every task in its arrival round (p50 0 s) leaves the race slower than
+    both; the why says the race is the slowest, and blames shipping only where its solves are
+    measured to take longer than either algorithm's alone."""
+    zero = {
+        ("relaxation", "latency_p50_s"): (1e-2, 1e-2, 0.0),
+        ("cost-scaling", "latency_p50_s"): (15.0, 15.0, 1e-3),
+    }
+    why = _fig18_claims(zero)[0].why
+    assert "the race is the slowest here" in why and "shipping" not in why
+    solves = {
+        **zero,
+        ("race", "algorithm_p50_s"): (1e-3, 1e-3, 1e-3),
+        ("relaxation", "algorithm_p50_s"): (1e-4, 1e-4, 0.0),
+        ("cost-scaling", "algorithm_p50_s"): (1e-4, 1e-4, 2e-4),
+    }
+    assert "shipping" in _fig18_claims(solves)[0].why
+    assert "slowest" not in _fig18_claims()[0].why  # the race ties relaxation by default
+
+
+def _round(start_s: float, duration_s: float) -> RoundRecord:
+    zeros = dict.fromkeys(
+        (
+            "placed",
+            "preempted",
+            "migrated",
+            "refused",
+            "skipped",
+            "task_errors",
+            "waiting",
+            "running",
+            "events",
+            "graph_nodes",
+            "graph_arcs",
+            "graph_changes",
+            "cost",
+            "machines",
+            "slots",
+        ),
+        0,
+    )
+    return RoundRecord(
+        index=0,
+        start=round(start_s * MICROSECONDS),
+        duration=round(duration_s * MICROSECONDS),
+        algorithm="race",
+        algorithm_seconds=duration_s,
+        solver_seconds=duration_s,
+        round_seconds=duration_s,
+        **zeros,
+    )
+
+
+def test_fig18_unplaced_arrivals_count_until_the_run_ends() -> None:
+    """Two of four arrivals never placed in a 100 s run: they count with their wait until the
+    end, so the tail shows them rather than only the two placed within 100 ms."""
+    result = SimulationResult(
+        policy="load-spreading", algorithm="race", accounting=Accounting.ALGORITHM
+    )
+    result.rounds.append(_round(0.0, 1.0))
+    result.end_time = 100 * MICROSECONDS
+    result.tasks[0] = TaskRecord(0, 0, submit_time=0, runtime=None, first_start=0)  # before
+    for task_id, placed in ((1, True), (2, True), (3, False), (4, False)):
+        submit = 2 * MICROSECONDS
+        start = submit + MICROSECONDS // 10 if placed else None
+        result.tasks[task_id] = TaskRecord(task_id, 1, submit, None, first_start=start)
+    metrics = {m.metric: m.value for m in fig18._latencies(result, "race", 300.0, 0)}
+    assert metrics["tasks"] == 4
+    assert metrics["never_placed"] == 2
+    assert metrics["latency_max_s"] == pytest.approx(98.0)
+    assert metrics["latency_p75_s"] > 1.0  # the race would not keep up

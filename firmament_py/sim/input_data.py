@@ -4,7 +4,8 @@ through its task labels. The Google trace has no input sizes either; Firmament's
 estimates them the same way (OSDI '16, section 7.1: "estimate batch task input sizes as a
 function of the known runtime using typical industry distributions").
 
-The model is Firmament's simulated data layer (its `sim/dfs` sources):
+The model is Firmament's simulated data layer (its `sim/dfs` sources), with its uniform file
+system:
 
 * A task's input size follows from its runtime. Its runtime's quantile among Google jobs,
   p = 1 - 0.298 h^-0.2627 (h: the runtime in hours; a straight line through Reiss et al.'s
@@ -15,9 +16,16 @@ The model is Firmament's simulated data layer (its `sim/dfs` sources):
   the block's full size, as Firmament counts it), each with 3 replicas.
 * Each replica goes to a machine drawn uniformly from those in the cluster when the task is
   submitted; a block's replicas are on distinct machines (HDFS's rule; Firmament's uniform
-  file system may draw one machine twice). Blocks stay where they were put: a failed machine's
-  replicas are lost to the policy (it ignores machines not in the cluster), not re-replicated.
+  file system may draw one machine twice).
 * Tasks without a runtime (services, running until the end) read nothing.
+* A workload sped up by a factor has its runtimes divided by it: the input is sized from the
+  runtime the task had before (`speedup`), so speeding a workload up does not shrink its data.
+
+Where this differs from Firmament's simulator: its default file system is the "bounded" one,
+which places a job's blocks on a pool of machines picked for the job (so a job's tasks contend
+for the same machines), where ours spreads every block over the whole cluster; and its uniform
+file system moves a removed machine's replicas to another machine, where ours leaves them lost
+(the policy ignores replicas on machines not in the cluster).
 
 The labels are the Quincy policy's (docs/policy-guide.md, `policies/quincy.py`): `quincy.input`
 lists the blocks and their bytes, `quincy.replicas` the machines holding each block, so the
@@ -52,6 +60,8 @@ _SHARE_OF_ONE_UNIT = 0.5
 _RUNTIME_FACTOR = 0.298
 _RUNTIME_POWER = -0.2627
 _MICROSECONDS_PER_HOUR = 3_600_000_000
+_STREAM = 0x1F5
+"""Tags the file system's random stream apart from the workload generator's of the same seed."""
 
 
 def input_bytes(runtime_us: int) -> int:
@@ -74,8 +84,11 @@ class SimulatedFileSystem:
     seed: int = 0
     block_bytes: int = 512 * MIB
     replication: int = 3
+    speedup: float = 1.0
 
     def __post_init__(self) -> None:
+        if not self.speedup > 0:
+            raise ValueError(f"the speed-up must be positive, got {self.speedup}")
         if self.block_bytes < 1 or self.replication < 1:
             raise ValueError(
                 f"blocks need a positive size and replica count, got {self.block_bytes} bytes "
@@ -89,7 +102,7 @@ class SimulatedFileSystem:
     def attach(self, items: Iterable[WorkloadItem]) -> Iterator[WorkloadItem]:
         """`items` with every batch task's input labels added; machines are followed as they
         join, fail and leave, so that replicas go only to machines in the cluster."""
-        rng = np.random.default_rng(self.seed)
+        rng = np.random.default_rng([self.seed, _STREAM])
         machines = _Machines()
         for item in items:
             if isinstance(item, MachineAdded):
@@ -97,7 +110,7 @@ class SimulatedFileSystem:
             elif isinstance(item, MachineFailed | MachineRemoved):
                 machines.remove(item.machine_id)
             elif isinstance(item, TaskArrival) and item.runtime is not None and machines.ids:
-                item = self._with_input(item, item.runtime, machines, rng)
+                item = self._with_input(item, round(item.runtime * self.speedup), machines, rng)
             yield item
 
     def _with_input(
@@ -115,6 +128,7 @@ class SimulatedFileSystem:
 
 
 def _block_name(task_id: TaskId, index: int) -> str:
+    """A block's name: unique to its task, and free of the ':' and ',' of Quincy's labels."""
     return f"t{task_id}b{index}"
 
 
@@ -127,11 +141,13 @@ class _Machines:
         self._index: dict[MachineId, int] = {}
 
     def add(self, machine_id: MachineId) -> None:
+        """A machine joins (again): it can hold new replicas."""
         if machine_id not in self._index:
             self._index[machine_id] = len(self.ids)
             self.ids.append(machine_id)
 
     def remove(self, machine_id: MachineId) -> None:
+        """A machine fails or leaves: no new replica goes there."""
         index = self._index.pop(machine_id, None)
         if index is None:
             return

@@ -164,7 +164,9 @@ class SimulationJob:
         """The items to replay, made lazily; with `input_data`, batch tasks carry input blocks
         placed by a simulated file system (`firmament_py.sim.input_data`)."""
         items = self._items(on_bad_row)
-        return SimulatedFileSystem(self.seed).attach(items) if self.input_data else items
+        if not self.input_data:
+            return items
+        return SimulatedFileSystem(self.seed, speedup=self.speedup).attach(items)
 
     def config(self) -> SimulationConfig:
         return SimulationConfig(

@@ -41,6 +41,7 @@ from firmament_py.sim.experiment import (
 from firmament_py.sim.figures.series import (
     ALGORITHM_LABELS,
     COLOURS,
+    arrival_latencies,
     count_seeds,
     format_span,
     ratio,
@@ -50,7 +51,7 @@ from firmament_py.sim.figures.series import (
 from firmament_py.sim.input_data import INPUT_LABEL, REPLICAS_LABEL
 from firmament_py.sim.plots import legend_below, log_time_axis
 from firmament_py.sim.runner import SimulationJob, run_job
-from firmament_py.sim.simulator import MICROSECONDS, SimulationResult
+from firmament_py.sim.simulator import SimulationResult
 from firmament_py.sim.verdicts import Outcome, Verdict, factor, share
 from firmament_py.sim.wording import format_duration
 from firmament_py.sim.workload import TaskArrival
@@ -61,6 +62,15 @@ them."""
 
 FIRMAMENT, QUINCY = "firmament-race", "cost-scaling-scratch"
 """The paper's two series: Firmament's race, and Quincy's cost scaling from scratch."""
+
+PAPER_FACTOR = 20
+"""How many times lower Firmament's placement latency is than Quincy's (Figure 14's caption)."""
+SUB_SECOND_S = 1.0
+"""The paper's bound: Firmament "only exceeds a sub-second placement latency in the 90th
+percentile", so its median and its 75th percentile are under a second."""
+QUALITY_MARGIN = 0.02
+"""How far apart (in points of share) two runs' local input may be and count as one quality:
+the runs see different rounds, so equal optima per round need not give equal shares."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,7 @@ class Fig14Params:
 
 
 def _describe(p: Fig14Params) -> str:
+    """The scale's parameters in words."""
     return (
         f"{format_span(p.machines)} machines, quincy with input data, load {p.load:g} "
         f"({p.load / 2:.0%} of the slots), {p.duration_s:g} simulated s"
@@ -103,10 +114,12 @@ def _describe(p: Fig14Params) -> str:
 
 
 def _steps(p: Fig14Params) -> int:
+    """One step per simulation."""
     return len(p.machines) * len(p.algorithms) * len(p.seeds)
 
 
 def _measure(p: Fig14Params, tracker: Tracker) -> list[Measurement]:
+    """One simulation per size, seed and series: latencies, solve times, locality."""
     warm_up_series(p.algorithms)
     out: list[Measurement] = []
     for machines in p.machines:
@@ -123,21 +136,18 @@ def _measure(p: Fig14Params, tracker: Tracker) -> list[Measurement]:
 def _latencies(
     result: SimulationResult, algorithm: str, machines: int, seed: int
 ) -> list[Measurement]:
-    """The arrivals' placement latency percentiles, how many arrived and stayed unplaced, and
-    the rounds' algorithm runtimes."""
-    first_end = result.rounds[0].start + result.rounds[0].duration if result.rounds else 0
-    arrived = [t for t in result.tasks.values() if t.submit_time >= max(first_end, 1)]
-    latencies = [
-        latency / MICROSECONDS for t in arrived if (latency := t.placement_latency) is not None
-    ]
+    """The arrivals' placement latency percentiles (`arrival_latencies`: unplaced arrivals
+    count until the run's end), how many arrived and stayed unplaced, and the algorithm runtimes
+    of the rounds after the first (which places the whole starting population)."""
+    latencies, unplaced = arrival_latencies(result)
     runtimes = [r.algorithm_seconds for r in result.rounds[1:]]
 
     def point(metric: str, value: float) -> Measurement:
         return Measurement(algorithm, machines, seed, metric, value)
 
     out = [
-        point("arrivals", len(arrived)),
-        point("never_placed", len(arrived) - len(latencies)),
+        point("arrivals", len(latencies)),
+        point("never_placed", unplaced),
         point("rounds", len(result.rounds)),
         point("first_round_s", result.rounds[0].algorithm_seconds if result.rounds else 0.0),
     ]
@@ -155,19 +165,17 @@ def _locality(
 ) -> list[Measurement]:
     """Placement quality: the share of the placed tasks' input bytes stored on the machine they
     ran on last, and in its rack (the workload is made again from its seed to read the labels)."""
-    racks: dict[str, str] = {}
+    items = list(job.workload())
+    racks = {item.machine_id: item.rack_id for item in items if isinstance(item, MachineAdded)}
     local = in_rack = total = 0
-    for item in job.workload():
-        if isinstance(item, MachineAdded):
-            racks[item.machine_id] = item.rack_id
-            continue
+    for item in items:
         if not isinstance(item, TaskArrival) or INPUT_LABEL not in item.submitted.labels:
             continue
         record = result.tasks.get(item.submitted.task_id)
         if record is None or record.machine_id is None:
             continue
         labels = item.submitted.labels
-        replicas: dict[str, list[str]] = json.loads(labels[REPLICAS_LABEL])
+        replicas: dict[str, list[str]] = json.loads(labels.get(REPLICAS_LABEL, "{}"))
         for entry in labels[INPUT_LABEL].split(","):
             block, _, size = entry.rpartition(":")
             holders = replicas.get(block, [])
@@ -193,27 +201,29 @@ def _claims(p: Fig14Params, measurements: list[Measurement]) -> list[Claim]:
         return medians_of(measurements, metric).get((algorithm, machines))
 
     fast_p50, slow_p50 = median("latency_p50_s", FIRMAMENT), median("latency_p50_s", QUINCY)
-    fast_p90, fast_p99 = median("latency_p90_s", FIRMAMENT), median("latency_p99_s", FIRMAMENT)
+    fast_p75, fast_p90 = median("latency_p75_s", FIRMAMENT), median("latency_p90_s", FIRMAMENT)
+    solves = _solves(median("algorithm_p50_s", FIRMAMENT), median("algorithm_p50_s", QUINCY))
     return [
         Claim(
             "Firmament places tasks more than 20x faster than Quincy",
             "Quincy 25-60 s; Firmament typically hundreds of ms (12,500 machines, 90% of slots)",
             f"median at {top:,} machines: Quincy {format_duration(slow_p50)}, Firmament "
             f"{format_duration(fast_p50)}",
-            _why(p),
+            _why(p) + solves,
             factor(
                 ratio(slow_p50, fast_p50),
-                20,
-                "Quincy's median placement latency over Firmament's, at the largest size",
+                PAPER_FACTOR,
+                f"Quincy's median placement latency at least {PAPER_FACTOR}x Firmament's at the "
+                "largest size; higher by less: partly",
             ),
         ),
         Claim(
-            "Firmament is sub-second up to the 90th percentile",
+            "Firmament places most tasks within a second",
             "median hundreds of ms; over a second only beyond the 90th percentile",
-            f"Firmament at {top:,} machines: p50 {format_duration(fast_p50)}, p90 "
-            f"{format_duration(fast_p90)}, p99 {format_duration(fast_p99)}",
-            "Our rounds are Python around compiled solvers on 2 cores; the paper's were C++",
-            _sub_second(fast_p50, fast_p90),
+            f"Firmament at {top:,} machines: p50 {format_duration(fast_p50)}, p75 "
+            f"{format_duration(fast_p75)}, p90 {format_duration(fast_p90)}",
+            _why(p) + solves,
+            _sub_second(fast_p50, fast_p75),
         ),
         Claim(
             "The placement quality is identical to Quincy's",
@@ -227,38 +237,48 @@ def _claims(p: Fig14Params, measurements: list[Measurement]) -> list[Claim]:
 
 
 def _why(p: Fig14Params) -> str:
+    """The setup's differences from the paper's."""
     text = (
-        "The workload is the trace's shape, not the trace, with Firmament's input-size model; "
-        "our cost scaling is compiled, and faster from scratch than cs2 was"
+        "The workload is the 2011 trace's shape, not the trace, with Firmament's input-size "
+        "model; the solvers are compiled code driven by Python"
     )
     if max(p.machines) < 12_500:
         text = f"{max(p.machines):,} machines, not 12,500. " + text
     return text
 
 
-def _sub_second(p50: float | None, p90: float | None) -> Verdict:
-    """Reproduced if the median is under a second and the 90th percentile at most a second and
-    a half (the paper: "only exceeds a sub-second placement latency in the 90th percentile")."""
-    criterion = "Firmament's median under 1 s and 90th percentile under 1.5 s"
-    if p50 is None or p90 is None:
+def _solves(fast: float | None, slow: float | None) -> str:
+    """The median solve times that explain the latencies, where measured."""
+    if fast is None or slow is None:
+        return ""
+    return (
+        f". Median solve after the first round: Firmament {format_duration(fast)}, Quincy "
+        f"{format_duration(slow)}"
+    )
+
+
+def _sub_second(p50: float | None, p75: float | None) -> Verdict:
+    """Reproduced if Firmament's median and 75th percentile are both under `SUB_SECOND_S`,
+    partly if one is."""
+    criterion = f"Firmament's median and 75th percentile under {SUB_SECOND_S:g} s"
+    if p50 is None or p75 is None:
         return Verdict(Outcome.NOT_MEASURED, criterion, "no latency measured")
-    held = int(p50 < 1.0) + int(p90 < 1.5)
+    held = int(p50 < SUB_SECOND_S) + int(p75 < SUB_SECOND_S)
     verdict = share(held, 2, criterion, "bound")
     return Verdict(
         verdict.outcome,
         criterion,
-        f"p50 {format_duration(p50)}, p90 {format_duration(p90)}: {verdict.decided_by}",
+        f"p50 {format_duration(p50)}, p75 {format_duration(p75)}: {verdict.decided_by}",
     )
-
-
-_QUALITY_MARGIN = 0.02
-"""How far apart two shares of local input may be and still count as the same quality."""
 
 
 def _same_quality(measurements: list[Measurement], machines: float) -> Verdict:
     """Reproduced if Firmament's shares of machine-local and rack-local input are each within
-    two points of Quincy's."""
-    criterion = f"Firmament's input on machine and in rack within {_QUALITY_MARGIN:.0%} of Quincy's"
+    `QUALITY_MARGIN` of Quincy's, partly if one is."""
+    criterion = (
+        f"Firmament's shares of input on machine and in rack within "
+        f"{100 * QUALITY_MARGIN:g} points of Quincy's"
+    )
     held = cases = 0
     for metric in ("input_on_machine", "input_in_rack"):
         values = medians_of(measurements, metric)
@@ -266,7 +286,7 @@ def _same_quality(measurements: list[Measurement], machines: float) -> Verdict:
         if fast is None or slow is None:
             continue
         cases += 1
-        held += int(abs(fast - slow) <= _QUALITY_MARGIN)
+        held += int(abs(fast - slow) <= QUALITY_MARGIN)
     return share(held, cases, criterion, "share")
 
 

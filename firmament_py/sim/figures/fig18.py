@@ -8,7 +8,6 @@ first round, as percentiles.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from firmament_py.sim.experiment import (
 from firmament_py.sim.figures.series import (
     ALGORITHM_LABELS,
     COLOURS,
+    arrival_latencies,
     count_seeds,
     format_span,
     solver_and_options,
@@ -34,10 +34,7 @@ from firmament_py.sim.figures.series import (
 )
 from firmament_py.sim.plots import legend_below, log_time_axis
 from firmament_py.sim.runner import SimulationJob, run_job
-from firmament_py.sim.simulator import (
-    MICROSECONDS,
-    SimulationResult,
-)
+from firmament_py.sim.simulator import SimulationResult
 from firmament_py.sim.synthetic import preset
 from firmament_py.sim.verdicts import Outcome, Verdict, factor, share
 from firmament_py.sim.wording import format_duration
@@ -108,15 +105,13 @@ def _latencies(
     result: SimulationResult, algorithm: str, speedup: float, seed: int
 ) -> list[Measurement]:
     """Placement latency percentiles of the tasks that arrived after the first round ended (the
-    steady-state population submitted at time 0 measures the first round, not the load)."""
-    first_end = result.rounds[0].start + result.rounds[0].duration if result.rounds else 0
-    arrived = [t for t in result.tasks.values() if t.submit_time >= max(first_end, 1)]
-    latencies = [
-        latency / MICROSECONDS for t in arrived if (latency := t.placement_latency) is not None
-    ]
+    steady-state population submitted at time 0 measures the first round, not the load), an
+    arrival never placed counted with its wait until the run's end (`arrival_latencies`), so
+    that a race which leaves arrivals waiting cannot keep up by leaving them out."""
+    latencies, unplaced = arrival_latencies(result)
     out = [
-        Measurement(algorithm, speedup, seed, "tasks", len(arrived)),
-        Measurement(algorithm, speedup, seed, "never_placed", len(arrived) - len(latencies)),
+        Measurement(algorithm, speedup, seed, "tasks", len(latencies)),
+        Measurement(algorithm, speedup, seed, "never_placed", unplaced),
         Measurement(algorithm, speedup, seed, "rounds", len(result.rounds)),
     ]
     runtimes = [r.algorithm_seconds for r in result.rounds]
@@ -135,17 +130,21 @@ def _latencies(
 
 
 def _fig18_claims(p: Fig18Params, measurements: list[Measurement]) -> list[Claim]:
+    top, slow = max(p.speedups), min(p.speedups)
+
     def median(metric: str, algorithm: str, speedup: float) -> float | None:
         return medians_of(measurements, metric).get((algorithm, speedup))
 
     def by_speedup(metric: str, algorithm: str) -> dict[float, float]:
         return {x: v for (a, x), v in medians_of(measurements, metric).items() if a == algorithm}
 
-    top, slow = max(p.speedups), min(p.speedups)
-    race_slowest = (median("latency_p50_s", "race", top) or 0) > max(
-        median("latency_p50_s", "relaxation", top) or math.inf,
-        median("latency_p50_s", "cost-scaling", top) or math.inf,
-    )
+    def slowest(metric: str) -> bool:
+        """Whether the race's median `metric` at the top speed-up exceeds both algorithms'
+        alone (False where any of the three was not measured)."""
+        race = median(metric, "race", top)
+        alone = [median(metric, a, top) for a in ("relaxation", "cost-scaling")]
+        return race is not None and all(v is not None and race > v for v in alone)
+
     return [
         Claim(
             "Firmament (the race) keeps up with an accelerated workload",
@@ -155,9 +154,14 @@ def _fig18_claims(p: Fig18Params, measurements: list[Measurement]) -> list[Claim
             f"{p.machines:,} machines, not 12,500"
             + _solve_time("the race", median("algorithm_p50_s", "race", top), top)
             + (
-                "; the race is the slowest here, as shipping each round to two worker "
-                "processes costs more than either solve"
-                if race_slowest
+                "; the race is the slowest here"
+                + (
+                    ", its median solve longer than either algorithm's alone (the cost of "
+                    "shipping each round to two worker processes)"
+                    if slowest("algorithm_p50_s")
+                    else ""
+                )
+                if slowest("latency_p50_s")
                 else ""
             ),
             _keeps_up_verdict(by_speedup("latency_p75_s", "race")),
@@ -168,23 +172,26 @@ def _fig18_claims(p: Fig18Params, measurements: list[Measurement]) -> list[Claim
             f"relaxation at {top:g}x: p99 "
             f"{format_duration(median('latency_p99_s', 'relaxation', top))}, max "
             f"{format_duration(median('latency_max_s', 'relaxation', top))}",
-            "The largest job scales with the cluster (at most 2 tasks per machine here), so "
-            "contended rounds stay small; the paper's 25,000-task jobs are out of reach",
+            "The largest job scales with the cluster (at most 2 tasks per machine here, "
+            "where the paper's jobs reach 25,000 tasks)",
             _gap_verdict(
                 by_speedup("latency_p99_s", "relaxation"),
                 by_speedup("latency_p99_s", "race"),
                 [s for s in p.speedups if s > _PAPER_FIG18_BEHIND_BEYOND],
                 f"any speed-up beyond {_PAPER_FIG18_BEHIND_BEYOND:g}x",
                 f"relaxation's p99 placement latency at least {_PAPER_FIG18_GAP:g}x the race's "
-                f"at every speed-up beyond {_PAPER_FIG18_BEHIND_BEYOND:g}x (the paper: above "
-                "10 s where the race places 75% within 1 s; its seconds are at 12,500 machines, "
-                "so the gap is judged); higher by less: partly",
+                f"and at least {_PAPER_FIG18_KEEPS_UP_S:g} s at every speed-up beyond "
+                f"{_PAPER_FIG18_BEHIND_BEYOND:g}x (the paper: above 10 s where the race places "
+                "75% within 1 s; its seconds are at 12,500 machines, so the gap is judged, and "
+                f"the race's bound of {_PAPER_FIG18_KEEPS_UP_S:g} s is the least that counts as "
+                f"behind); a smaller gap, or one under {_PAPER_FIG18_KEEPS_UP_S:g} s: partly",
             ),
         ),
         Claim(
             "Cost scaling alone is too slow even without speed-up",
             "placement latency above 10 s at 1x",
-            f"cost scaling at {slow:g}x: p99 "
+            f"cost scaling at {slow:g}x: p50 "
+            f"{format_duration(median('latency_p50_s', 'cost-scaling', slow))}, p99 "
             f"{format_duration(median('latency_p99_s', 'cost-scaling', slow))}, max "
             f"{format_duration(median('latency_max_s', 'cost-scaling', slow))}",
             f"Incremental cost scaling on our {p.machines:,}-machine load-spreading graph"
@@ -196,9 +203,11 @@ def _fig18_claims(p: Fig18Params, measurements: list[Measurement]) -> list[Claim
                 [slow],
                 f"{slow:g}x",
                 f"cost scaling's median placement latency at {slow:g}x{_paper_at(slow, 1)} at "
-                f"least {_PAPER_FIG18_GAP:g}x the race's (the paper: above 10 s where the race "
-                "places tasks within a second; its seconds are at 12,500 machines, so the gap is "
-                "judged); higher by less: partly",
+                f"least {_PAPER_FIG18_GAP:g}x the race's and at least "
+                f"{_PAPER_FIG18_KEEPS_UP_S:g} s (the paper: above 10 s where the race places "
+                "tasks within a second; its seconds are at 12,500 machines, so the gap is judged, "
+                f"and the race's bound of {_PAPER_FIG18_KEEPS_UP_S:g} s is the least that counts "
+                f"as too slow); a smaller gap, or one under {_PAPER_FIG18_KEEPS_UP_S:g} s: partly",
             ),
         ),
     ]
@@ -240,15 +249,24 @@ def _gap_verdict(
     criterion: str,
 ) -> Verdict:
     """A single algorithm's latency over the race's at each of `speedups` (`where` in words),
-    the smallest ratio against `_PAPER_FIG18_GAP` (`factor`); not measured if none was."""
-    ratios = [
-        max(single[s], _LATENCY_FLOOR_S) / max(race[s], _LATENCY_FLOOR_S)
-        for s in speedups
-        if s in single and s in race
-    ]
-    if not ratios:
+    the smallest ratio against `_PAPER_FIG18_GAP` (`factor`); at most partly unless the single
+    algorithm's latency is also at least `_PAPER_FIG18_KEEPS_UP_S` at each of them (1 ms against
+    a race's 50 µs is a gap, not falling behind); not measured if none was."""
+    judged = [s for s in speedups if s in single and s in race]
+    if not judged:
         return Verdict(Outcome.NOT_MEASURED, criterion, f"not measured at {where}")
-    return factor(min(ratios), _PAPER_FIG18_GAP, criterion)
+    ratios = [max(single[s], _LATENCY_FLOOR_S) / max(race[s], _LATENCY_FLOOR_S) for s in judged]
+    verdict = factor(min(ratios), _PAPER_FIG18_GAP, criterion)
+    lowest = min(single[s] for s in judged)
+    if lowest >= _PAPER_FIG18_KEEPS_UP_S:
+        return verdict
+    outcome = Outcome.PARTLY if verdict.outcome is Outcome.REPRODUCED else verdict.outcome
+    return Verdict(
+        outcome,
+        criterion,
+        f"{verdict.decided_by}; its latency {format_duration(lowest)}, under "
+        f"{_PAPER_FIG18_KEEPS_UP_S:g} s: not behind",
+    )
 
 
 def _paper_at(speedup: float, paper: float) -> str:

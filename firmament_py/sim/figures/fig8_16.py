@@ -300,36 +300,56 @@ def _fig8_claims(p: Fig816Params, measurements: list[Measurement]) -> list[Claim
     """Figure 8's claims: where relaxation overtakes cost scaling, who is slowest once the
     cluster is oversubscribed, and which algorithm the race answered with."""
     medians = medians_of(measurements, "job_round_s")
-    utilisations = sorted({m.x for m in measurements if m.metric == "job_round_s"})
-    if not utilisations:
-        return []
+    utilisations = sorted(
+        {
+            m.x
+            for m in measurements
+            if m.metric == "job_round_s"
+            and ("relaxation", m.x) in medians
+            and ("cost-scaling", m.x) in medians
+        }
+    )
     relax = {u: medians[("relaxation", u)] for u in utilisations}
     cs = {u: medians[("cost-scaling", u)] for u in utilisations}
     race = {u: medians.get(("race", u)) for u in utilisations}
-    top, calm = utilisations[-1], utilisations[0]
     crossover = _crossover(utilisations, relax, cs)
     scale = 12_500 / p.snapshot_machines
-    return [
-        Claim(
-            "Fig. 8: relaxation degrades near oversubscription; cost scaling does not",
-            "relaxation overtakes cost scaling at about 93% utilisation",
+    if utilisations:
+        top, calm = utilisations[-1], utilisations[0]
+        crossover_ours = (
             (
                 f"relaxation slower from {crossover:g}% on"
                 if crossover is not None
                 else f"relaxation not slower at {top:g}%"
             )
             + f"; at {calm:g}%: relaxation {format_duration(relax[calm])}, cost scaling "
-            f"{format_duration(cs[calm])}",
-            f"Generated Quincy graphs {scale:.0f}x smaller than the Google cluster; until the "
-            "job stops fitting, its tasks can reach free preferred machines in one pass",
+            f"{format_duration(cs[calm])}"
+        )
+        slowest_ours = (
+            f"at {top:g}%: relaxation {format_duration(relax[top])}, cost scaling "
+            f"{format_duration(cs[top])} ({format_times(ratio(relax[top], cs[top]))}), race "
+            f"{format_duration(race[top])}"
+        )
+    else:
+        crossover_ours = slowest_ours = "no job round measured"
+    return [
+        Claim(
+            "Fig. 8: relaxation degrades near oversubscription; cost scaling does not",
+            "relaxation overtakes cost scaling at about 93% utilisation",
+            crossover_ours,
+            f"Generated Quincy graphs {scale:.0f}x smaller than the Google cluster"
+            + (
+                "; relaxation stays fast until the job stops fitting: until then, its tasks can "
+                "reach free preferred machines in one pass"
+                if crossover is not None and crossover > 100
+                else ""
+            ),
             _crossover_verdict(utilisations, crossover),
         ),
         Claim(
             "Fig. 8: oversubscribed, relaxation is slowest",
             "over 400 s (12,500 machines)",
-            f"at {top:g}%: relaxation {format_duration(relax[top])}, cost scaling "
-            f"{format_duration(cs[top])} ({format_times(ratio(relax[top], cs[top]))}), race "
-            f"{format_duration(race[top])}",
+            slowest_ours,
             f"A cluster {scale:.0f}x smaller; our tree limit and blocking-flow sweeps cap "
             "relaxation's wandering (docs/benchmarks.md: 432 s to 42 s at 12,500 machines)",
             _slowest_verdict(medians, utilisations),
@@ -481,12 +501,15 @@ scaling's ~30 s), ours also ships every round to two worker processes."""
 
 def _follows_verdict(during: Mapping[str, float | None]) -> Verdict:
     """Reproduced if the race's median round during the backlog is within `_FOLLOWS_WITHIN` of
-    the faster algorithm's alone; partly if it is nearer the faster than the slower (below their
-    geometric mean); not reproduced if nearer the slower."""
+    the faster algorithm's alone and below the slower's; partly if it is nearer the faster than
+    the slower (below their geometric mean); not reproduced if nearer the slower. Not measured
+    where the two alone are within `_FOLLOWS_WITHIN` of each other: the race within that factor
+    of the faster could then be following either."""
     criterion = (
         f"the race's median round during the backlog within {_FOLLOWS_WITHIN:g}x of the faster "
-        "algorithm's alone; nearer the faster than the slower (below their geometric mean): "
-        "partly"
+        "algorithm's alone and below the slower's; nearer the faster than the slower (below "
+        "their geometric mean): partly; judged only where the two alone are "
+        f"{_FOLLOWS_WITHIN:g}x apart or more"
     )
     race, relax, cs = during.get("race"), during.get("relaxation"), during.get("cost-scaling")
     if race is None or relax is None or cs is None or min(relax, cs) <= 0:
@@ -494,18 +517,24 @@ def _follows_verdict(during: Mapping[str, float | None]) -> Verdict:
     (fast_name, fast), (slow_name, slow) = sorted(
         (("relaxation", relax), ("cost scaling", cs)), key=lambda pair: pair[1]
     )
-    if race <= _FOLLOWS_WITHIN * fast:
+    numbers = (
+        f"race {format_duration(race)}, {fast_name} {format_duration(fast)}, {slow_name} "
+        f"{format_duration(slow)}"
+    )
+    if slow < _FOLLOWS_WITHIN * fast:
+        return Verdict(
+            Outcome.NOT_MEASURED,
+            criterion,
+            f"{numbers}: the two alone only {slow / fast:.2g}x apart, which the race follows "
+            "cannot be told",
+        )
+    if race <= _FOLLOWS_WITHIN * fast and race < slow:
         outcome = Outcome.REPRODUCED
     elif race <= math.sqrt(fast * slow):
         outcome = Outcome.PARTLY
     else:
         outcome = Outcome.NOT_REPRODUCED
-    return Verdict(
-        outcome,
-        criterion,
-        f"race {format_duration(race)}, {fast_name} {format_duration(fast)}, {slow_name} "
-        f"{format_duration(slow)}: {race / fast:.2g}x the faster",
-    )
+    return Verdict(outcome, criterion, f"{numbers}: {race / fast:.2g}x the faster")
 
 
 _PAPER_FIG16_RECOVERY = 1.5
@@ -528,6 +557,12 @@ def _recovery_verdict(p: Fig816Params, phases: Mapping[str, Sequence[_Phases]]) 
         ]
         return statistics.median(times) if times else None
 
+    def recovered(algorithm: str) -> bool:
+        """Whether any run of `algorithm` with rounds before the burst recovered in time."""
+        return any(
+            ph.recovered is not None for ph in phases.get(algorithm, []) if ph.before is not None
+        )
+
     relax, race = recovery("relaxation"), recovery("race")
     verdict = factor(
         ratio(relax, race),
@@ -536,12 +571,18 @@ def _recovery_verdict(p: Fig816Params, phases: Mapping[str, Sequence[_Phases]]) 
         f"({_RECOVERY_WINDOW} consecutive rounds' median within {_RECOVERY_FACTOR:g}x of the "
         f"median before the burst) over the race's, at least the paper's "
         f"{_PAPER_FIG16_RECOVERY:g}x (1,500 s against 1,000 s); a run that never recovers "
-        "counts as recovering at its end",
+        "counts as recovering at its end; not measured if neither recovered",
     )
     if relax is None or race is None:
         missing = "relaxation" if relax is None else "the race"
         return dataclasses.replace(
             verdict, decided_by=f"no run of {missing} with rounds before the burst to return to"
+        )
+    if not recovered("relaxation") and not recovered("race"):
+        return dataclasses.replace(
+            verdict,
+            outcome=Outcome.NOT_MEASURED,
+            decided_by=f"neither recovered within the run ({end:,.0f} s after the burst's start)",
         )
     return dataclasses.replace(
         verdict, decided_by=f"{verdict.decided_by}: relaxation {relax:,.0f} s, race {race:,.0f} s"
@@ -566,9 +607,10 @@ def _fig8_race_claim(
         return f"{sum(w == algorithm for w in rounds)} of {plural(len(rounds), 'job round')}"
 
     overheads = [
-        medians[("race", u)] / min(medians[("relaxation", u)], medians[("cost-scaling", u)])
+        medians[("race", u)] / faster
         for u in utilisations
         if ("race", u) in medians
+        and (faster := min(medians[("relaxation", u)], medians[("cost-scaling", u)])) > 0
     ]
     overhead = statistics.median(overheads) if overheads else None
     return Claim(
@@ -577,8 +619,8 @@ def _fig8_race_claim(
         f"relaxation won {won('relaxation', True)} up to 100%, cost scaling "
         f"{won('cost-scaling', False)} above; race / faster algorithm alone: median "
         f"{format_times(overhead)}",
-        "Both workers apply every batch on a 2-core VM shared with the caller, flows travel "
-        "between processes, and the race's cost scaling starts from the last winner's "
+        "Both workers apply every batch, sharing the machine's cores with the caller; flows "
+        "travel between processes; and the race's cost scaling starts from the last winner's "
         "potentials rather than its own",
         _winner_verdict(measurements, winners),
     )
@@ -594,12 +636,15 @@ def _winner_verdict(
     measurements: Sequence[Measurement], winners: Mapping[tuple[float, int], str]
 ) -> Verdict:
     """In how many job rounds with a clear winner alone (`_CLEAR_WIN`) the race answered with
-    that algorithm, comparing each round with the same utilisation and seed alone."""
+    that algorithm, comparing each round with the same utilisation and seed alone (a round
+    that took no time alone for either tells nothing)."""
     alone = {(m.series, m.x, m.seed): m.value for m in measurements if m.metric == "job_round_s"}
     held = cases = 0
     for (x, seed), winner in winners.items():
         relax, cs = alone.get(("relaxation", x, seed)), alone.get(("cost-scaling", x, seed))
-        if relax is None or cs is None or max(relax, cs) < _CLEAR_WIN * min(relax, cs):
+        if relax is None or cs is None or max(relax, cs) <= 0:
+            continue
+        if max(relax, cs) < _CLEAR_WIN * min(relax, cs):
             continue
         cases += 1
         held += winner == ("relaxation" if relax < cs else "cost-scaling")
