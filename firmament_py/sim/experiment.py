@@ -327,7 +327,13 @@ class Experiment(Generic[P]):
         summary = out / f"{self.name}.md"
         summary.write_text(f"# {self.name}: {self.title}\n\n" + result.markdown(), encoding="utf-8")
         result.files.append(summary)
-        write_provenance(out / f"{self.name}.json", self.name, scale, result.wall_seconds)
+        write_provenance(
+            out / f"{self.name}.json",
+            self.name,
+            scale,
+            result.scale_description,
+            result.wall_seconds,
+        )
         result.provenance = read_provenance(out / f"{self.name}.json")
         return result
 
@@ -352,6 +358,10 @@ class Experiment(Generic[P]):
         result.provenance = read_provenance(path.with_suffix(".json"))
         if result.provenance is not None:
             result.wall_seconds = float(result.provenance.get("wall_seconds", 0.0))
+            # The scale as it was measured, if recorded: a later commit may change the scale.
+            result.scale_description = str(
+                result.provenance.get("description", result.scale_description)
+            )
         return result
 
     def _result(self, scale: str, measurements: list[Measurement]) -> ExperimentResult:

@@ -16,8 +16,9 @@ from typing import Any
 __all__ = ["Provenance", "read_provenance", "write_provenance"]
 
 Provenance = dict[str, Any]
-"""A JSON object: experiment, scale, commit (short hash, "+dirty" when the tree had changes,
-"unknown" outside a git checkout), date (UTC, ISO 8601), machine, versions, wall_seconds."""
+"""A JSON object: experiment, scale, description (the scale's parameters in words), commit
+(short hash, "+dirty" when the tree had changes, "unknown" outside a git checkout), date (UTC,
+ISO 8601), machine, versions, wall_seconds."""
 
 _LIBRARIES = ("numpy", "numba", "scipy")
 
@@ -61,11 +62,15 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def write_provenance(path: Path, experiment: str, scale: str, wall_seconds: float) -> Path:
-    """Write the provenance of a run that has just ended to `path`."""
+def write_provenance(
+    path: Path, experiment: str, scale: str, description: str, wall_seconds: float
+) -> Path:
+    """Write the provenance of a run that has just ended to `path`; `description` says the
+    scale's parameters as they were (a later commit may change what the scale means)."""
     record: Provenance = {
         "experiment": experiment,
         "scale": scale,
+        "description": description,
         "commit": _commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": _machine(),

@@ -8,14 +8,20 @@ measured before it.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from firmament_py.sim.experiment import (
     Measurement,
     format_number,
+    new_figure,
     plot_medians,
+    save_figure,
 )
+from firmament_py.sim.plots import legend_below, ticks_at
 from firmament_py.sim.simulator import MICROSECONDS, SimulationResult
 from firmament_py.sim.wording import plural
 from firmament_py.solvers.base import FlowSolver
@@ -131,3 +137,69 @@ def arrival_latencies(result: SimulationResult) -> tuple[list[float], int]:
             latency = max(0, result.end_time - task.submit_time)
         latencies.append(latency / MICROSECONDS)
     return latencies, unplaced
+
+
+def plot_ratios(
+    measurements: Sequence[Measurement],
+    metric: str,
+    pairs: Sequence[tuple[str, str]],
+    title: str,
+    path: Path,
+    *,
+    y_label: str,
+    paper: tuple[float, str] | None = None,
+) -> Path:
+    """How `metric`'s ratio of each (numerator, denominator) pair of series moves with the x
+    axis (machines): one faint dot per seed, the median over seeds as a line, and the paper's
+    ratio (value, what it is of) as a dashed line; so a reader can see where a size out of
+    reach would land."""
+    figure, axes = new_figure(title, "machines")
+    by_point = {(m.series, m.x, m.seed): m.value for m in measurements if m.metric == metric}
+    shown: list[float] = []
+    for index, (numerator, denominator) in enumerate(pairs):
+        ratios: dict[float, list[float]] = {}
+        for (series, x, seed), value in by_point.items():
+            below = by_point.get((denominator, x, seed))
+            if series == numerator and below is not None and below > 0 and value > 0:
+                ratios.setdefault(x, []).append(value / below)
+        if not ratios:
+            continue
+        colour = COLOURS.get(numerator, f"C{index}")
+        xs = sorted(ratios)
+        axes.scatter(
+            [x for x in xs for _ in ratios[x]],
+            [r for x in xs for r in ratios[x]],
+            s=10,
+            alpha=0.35,
+            color=colour,
+        )
+        medians = [statistics.median(ratios[x]) for x in xs]
+        names = (ALGORITHM_LABELS.get(name, name) for name in (numerator, denominator))
+        label = " / ".join(names)
+        axes.plot(xs, medians, marker="o", color=colour, label=label)
+        shown += [r for x in xs for r in ratios[x]]
+    if paper is not None:
+        value, what = paper
+        axes.axhline(value, color="grey", linestyle="--", linewidth=1, label=f"the paper: {what}")
+        shown.append(value)
+    axes.set_xscale("log")
+    xs_all = sorted({x for (_, x, _) in by_point})
+    if xs_all:
+        ticks_at(axes.xaxis, xs_all)
+    if shown:
+        axes.set_yscale("log")
+        ticks_at(axes.yaxis, _ratio_ticks(min(shown), max(shown)))
+    axes.set_ylabel(y_label)
+    legend_below(figure, axes)
+    return save_figure(figure, path)
+
+
+def _ratio_ticks(low: float, high: float) -> list[float]:
+    """Ticks that read plainly (0.5, 1, 2, 5, 10, ...) from just below `low` to just above
+    `high`; only the powers of ten when that would be more than eight."""
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    steps = [s * 10.0**e for e in range(first, last + 1) for s in (1, 2, 5)]
+    ticks = [s for s in steps if low / 2 <= s <= high * 2]
+    if len(ticks) > 8:
+        ticks = [10.0**e for e in range(first, last + 1)]
+    return ticks
