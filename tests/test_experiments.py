@@ -80,11 +80,11 @@ EXPECTED_CLAIMS: dict[str, list[str]] = {
 }
 
 PLOTS: dict[str, list[str]] = {
-    "fig7": ["fig7.png"],
+    "fig7": ["fig7.png", "fig7-ratio.png"],
     "fig8-16": ["fig8-16-fig8.png", "fig8-16-fig16.png"],
     "fig9": ["fig9.png"],
     "fig12a": ["fig12a.png"],
-    "fig14": ["fig14.png"],
+    "fig14": ["fig14.png", "fig14-ratio.png"],
     "fig18": ["fig18.png"],
 }
 
