@@ -337,6 +337,7 @@ def _plot(p: Fig14Params, measurements: list[Measurement], out: Path, name: str)
         log_time_axis(axes, "x", shown, "task placement latency")
     axes.set_ylim(0, 1.02)
     legend_below(figure, axes)
+    main = save_figure(figure, out / f"{name}.png")
     ratios = plot_ratios(
         measurements,
         "latency_p50_s",
@@ -346,7 +347,7 @@ def _plot(p: Fig14Params, measurements: list[Measurement], out: Path, name: str)
         y_label="median latency ratio (a dot per seed)",
         paper=(PAPER_FACTOR, f"more than {PAPER_FACTOR}x"),
     )
-    return [save_figure(figure, out / f"{name}.png"), ratios]
+    return [main, ratios]
 
 
 FIG14 = Experiment[Fig14Params](

@@ -200,6 +200,7 @@ def _fig7_plot(p: Fig7Params, measurements: list[Measurement], out: Path, name: 
     ticks_at(axes.xaxis, p.machines)
     log_time_axis(axes, "y", values_of(measurements, "algorithm_s"), "algorithm runtime")
     legend_below(figure, axes)
+    main = save_figure(figure, out / f"{name}.png")
     ratios = plot_ratios(
         measurements,
         "algorithm_s",
@@ -209,7 +210,7 @@ def _fig7_plot(p: Fig7Params, measurements: list[Measurement], out: Path, name: 
         y_label="runtime ratio (a dot per seed)",
         paper=(PAPER_COST_SCALING_RATIO, f"cost scaling {PAPER_COST_SCALING_RATIO:g}x"),
     )
-    return [save_figure(figure, out / f"{name}.png"), ratios]
+    return [main, ratios]
 
 
 FIG7 = Experiment[Fig7Params](
