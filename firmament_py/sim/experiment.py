@@ -32,7 +32,12 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from rich.table import Table
 
-from firmament_py.sim.provenance import Provenance, read_provenance, write_provenance
+from firmament_py.sim.provenance import (
+    Provenance,
+    code_commit,
+    read_provenance,
+    write_provenance,
+)
 from firmament_py.sim.verdicts import Verdict
 from firmament_py.sim.wording import format_duration
 
@@ -317,6 +322,7 @@ class Experiment(Generic[P]):
         params = self.scales[scale]
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        commit = code_commit()
         started = time.perf_counter()
         tracker = Tracker(self.steps(params), progress)
         measurements = self.measure(params, tracker)
@@ -332,6 +338,7 @@ class Experiment(Generic[P]):
             self.name,
             scale,
             result.scale_description,
+            commit,
             result.wall_seconds,
         )
         result.provenance = read_provenance(out / f"{self.name}.json")

@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Provenance", "read_provenance", "write_provenance"]
+__all__ = ["Provenance", "code_commit", "read_provenance", "write_provenance"]
 
 Provenance = dict[str, Any]
 """A JSON object: experiment, scale, description (the scale's parameters in words), commit
@@ -23,8 +23,9 @@ ISO 8601), machine, versions, wall_seconds."""
 _LIBRARIES = ("numpy", "numba", "scipy")
 
 
-def _commit() -> str:
-    """The commit of the code that runs, if it runs from a git checkout."""
+def code_commit() -> str:
+    """The commit of the code that runs, if it runs from a git checkout. Ask when a run
+    starts: a commit made while it runs (its data, say) is not the code it measured."""
     here = Path(__file__).resolve().parent
     try:
         head = subprocess.run(
@@ -63,15 +64,16 @@ def _versions() -> dict[str, str]:
 
 
 def write_provenance(
-    path: Path, experiment: str, scale: str, description: str, wall_seconds: float
+    path: Path, experiment: str, scale: str, description: str, commit: str, wall_seconds: float
 ) -> Path:
-    """Write the provenance of a run that has just ended to `path`; `description` says the
-    scale's parameters as they were (a later commit may change what the scale means)."""
+    """Write the provenance of a run that has just ended to `path`: `commit` is
+    `code_commit()` as the run started, `description` the scale's parameters as they were (a
+    later commit may change what the scale means)."""
     record: Provenance = {
         "experiment": experiment,
         "scale": scale,
         "description": description,
-        "commit": _commit(),
+        "commit": commit,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": _machine(),
         "versions": _versions(),
