@@ -182,12 +182,15 @@ def run_job(
     progress: Callable[[Time], None] | None = None,
     on_bad_row: Callable[[BadRow], None] | None = None,
     warmed_up: bool = False,
+    workload: Iterable[WorkloadItem] | None = None,
 ) -> SimulationResult:
     """Run `job` to its end and return the result (`warmed_up`: the caller has already run
-    `warm_up` for the job's solver, as `simulate` does to announce it). Raises what the parts
+    `warm_up` for the job's solver, as `simulate` does to announce it; `workload`: the job's
+    items, made already by a caller that reads them again afterwards). Raises what the parts
     raise: ValueError for a bad preset or option, UnknownPolicyError / PolicyError,
     SolverError, TraceError (strict)."""
-    workload = job.workload(on_bad_row)
+    if workload is None:
+        workload = job.workload(on_bad_row)
     # Load the solver's kernels now, so that the first rounds' runtimes are the algorithm's and
     # not numba loading machine code (about 8 ms of a 0.4 ms round at 1,000 machines).
     if not warmed_up:

@@ -23,6 +23,7 @@ Placement quality is the share of placed tasks' input on their machine and in th
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +56,7 @@ from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import SimulationResult
 from firmament_py.sim.verdicts import Outcome, Verdict, factor, share
 from firmament_py.sim.wording import format_duration
-from firmament_py.sim.workload import TaskArrival
+from firmament_py.sim.workload import TaskArrival, WorkloadItem
 
 QUANTILES: tuple[int, ...] = (1, 5, 10, 25, 50, 75, 90, 95, 99, 100)
 """The placement latency percentiles measured (`latency_p<q>_s`); the CDF is drawn through
@@ -127,9 +128,10 @@ def _measure(p: Fig14Params, tracker: Tracker) -> list[Measurement]:
         for seed in p.seeds:
             for algorithm in p.algorithms:
                 job = p.job(algorithm, machines, seed)
-                result = run_job(job, warmed_up=True)
+                items = list(job.workload())  # replayed, then read again for the input labels
+                result = run_job(job, warmed_up=True, workload=items)
                 out += _latencies(result, algorithm, machines, seed)
-                out += _locality(job, result, algorithm, machines, seed)
+                out += _locality(items, result, algorithm, machines, seed)
                 tracker.step(f"{algorithm}, {machines:,} machines, seed {seed}")
     return out
 
@@ -162,11 +164,14 @@ def _latencies(
 
 
 def _locality(
-    job: SimulationJob, result: SimulationResult, algorithm: str, machines: int, seed: int
+    items: Sequence[WorkloadItem],
+    result: SimulationResult,
+    algorithm: str,
+    machines: int,
+    seed: int,
 ) -> list[Measurement]:
     """Placement quality: the share of the placed tasks' input bytes stored on the machine they
-    ran on last, and in its rack (the workload is made again from its seed to read the labels)."""
-    items = list(job.workload())
+    ran on last, and in its rack, read from the input labels of the workload `items` replayed."""
     racks = {item.machine_id: item.rack_id for item in items if isinstance(item, MachineAdded)}
     local = in_rack = total = 0
     for item in items:
