@@ -344,16 +344,19 @@ class QuincyPolicy:
         named = self._named_replicas(task)
         on_machine: dict[MachineId, int] = {}
         on_rack: dict[RackId, int] = {}
+        rack_of: dict[MachineId, RackId] = {}
         for block, size in inputs.items():
             machines = self._replicas(block, cluster)
             machines.update(m for m in named.get(block, ()) if m in cluster.machines)
             for machine_id in machines:
                 on_machine[machine_id] = on_machine.get(machine_id, 0) + size
-            for rack_id in {cluster.machine(machine_id).rack_id for machine_id in machines}:
+                if machine_id not in rack_of:
+                    rack_of[machine_id] = cluster.machine(machine_id).rack_id
+            for rack_id in {rack_of[machine_id] for machine_id in machines}:
                 on_rack[rack_id] = on_rack.get(rack_id, 0) + size
         holders: dict[RackId, tuple[int, int]] = {}
         for machine_id, held in on_machine.items():
-            rack_id = cluster.machine(machine_id).rack_id
+            rack_id = rack_of[machine_id]
             count, least = holders.get(rack_id, (0, held))
             holders[rack_id] = (count + 1, min(least, held))
         locality = _Locality(sum(inputs.values()), on_machine, on_rack, holders)
