@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from matplotlib.figure import Figure
 
-from firmament_py.sim.plots import PLOT_FILES, plain_number, plot_run, time_unit
+from firmament_py.sim.experiment import new_figure
+from firmament_py.sim.plots import PLOT_FILES, legend_below, plain_number, plot_run, time_unit
 from firmament_py.sim.runner import SimulationJob, run_job
 from firmament_py.sim.simulator import Accounting, RoundRecord, SimulationResult, TaskRecord
 from firmament_py.sim.wording import plural
@@ -183,3 +184,17 @@ def test_plural() -> None:
     assert plural(1, "data set") == "1 data set"
     assert plural(1200, "placed task") == "1,200 placed tasks"
     assert plural(2, "box", "boxes") == "2 boxes"
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 5])
+def test_a_legend_of_uneven_columns_fits_the_figure(count: int) -> None:
+    """Labels two of which are long: whatever column count legend_below picks, matplotlib's own
+    layout of it (the first columns one entry longer: 2, 1, 1 for four labels in three) stays
+    in the figure."""
+    figure, axes = new_figure("legend", "x", "y")
+    labels = ["relaxation", "cost scaling", "race (relaxation vs cost scaling)"]
+    labels += ["Firmament's race (relaxation from scratch vs cost scaling)", "ssp"]
+    for index, label in enumerate(labels[:count]):
+        axes.plot([0, 1], [index, index + 1], label=label)
+    legend_below(figure, axes)
+    assert problems(figure) == []

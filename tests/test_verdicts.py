@@ -243,7 +243,10 @@ FIG816 = Fig816Params(
     burst_start_s=10.0,
     burst_end_s=20.0,
     replay_seeds=(0,),
+    algorithms=("relaxation", "cost-scaling", "race"),
+    race="race",
 )
+"""Figures 8 and 16 judged on a race named "race" (the experiment's own judges Firmament's)."""
 _FIG8_RELAXATION = (1e-3, 1e-3, 3e-2, 5e-2, 1e-1, 1e-1)
 """Relaxation's job rounds at 85-110%: slower than cost scaling's 10 ms from 95% on."""
 _FIG8_RACE = (1.5e-3, 1.5e-3, 1.5e-2, 1.5e-2, 1.5e-2, 1.5e-2)
@@ -439,7 +442,24 @@ def test_fig16_recovery_needs_rounds_before_the_burst() -> None:
     assert "the race" in verdict.decided_by
 
 
-FIG18_SCALE = Fig18Params(machines=10, speedups=(1.0, 100.0, 300.0), arrivals=40, seeds=(0,))
+def test_fig8_16_judge_the_race_the_params_name() -> None:
+    """The race claims read the series `race` names: data under another race's name leaves
+    them unmeasured, the same data under the judged name decides them."""
+    firmaments = dataclasses.replace(
+        FIG816, algorithms=("relaxation", "cost-scaling", "firmament-race"), race="firmament-race"
+    )
+    measured = _all_fig816()
+    assert _outcomes(FIG8_16.claims(firmaments, measured))[2:4] == [Outcome.NOT_MEASURED] * 2
+    renamed = [
+        dataclasses.replace(m, series="firmament-race") if m.series == "race" else m
+        for m in measured
+    ]
+    assert _outcomes(FIG8_16.claims(firmaments, renamed)) == _fig816()
+
+
+FIG18_SCALE = Fig18Params(
+    machines=10, speedups=(1.0, 100.0, 300.0), arrivals=40, seeds=(0,), race="race"
+)
 _FIG18_LATENCIES: dict[tuple[str, str], tuple[float, ...]] = {
     ("race", "latency_p50_s"): (1e-2, 1e-2, 1e-2),
     ("race", "latency_p75_s"): (2e-2, 2e-2, 2e-2),

@@ -151,9 +151,7 @@ def legend_below(figure: Figure, *axes: Axes) -> None:
     room = figure.get_figwidth() * _LEGEND_CHARACTERS_PER_INCH
     columns = 1
     for count in range(len(labels), 1, -1):
-        # matplotlib fills a legend's columns top to bottom, left to right.
-        rows = -(-len(labels) // count)
-        chunks = [labels[start : start + rows] for start in range(0, len(labels), rows)]
+        chunks = _legend_columns(labels, count)
         width = sum(
             max(len(line) for label in chunk for line in label.split("\n"))
             + _LEGEND_ENTRY_CHARACTERS
@@ -170,6 +168,20 @@ def legend_below(figure: Figure, *axes: Axes) -> None:
         fontsize="small",
         frameon=False,
     )
+
+
+def _legend_columns(labels: Sequence[str], columns: int) -> list[Sequence[str]]:
+    """The labels in each column of a legend of `columns` columns, as matplotlib lays them out:
+    top to bottom, left to right, the first columns one entry longer where they do not divide
+    evenly (4 labels in 3 columns: 2, 1, 1)."""
+    rows, longer = divmod(len(labels), columns)
+    out: list[Sequence[str]] = []
+    start = 0
+    for column in range(columns):
+        end = start + rows + (column < longer)
+        out.append(labels[start:end])
+        start = end
+    return [chunk for chunk in out if chunk]
 
 
 _TITLE_CHARACTERS = 70

@@ -176,7 +176,7 @@ def claims(p: Fig816Params, measurements: list[Measurement]) -> list[Claim]:
     winners = [
         m.note.removeprefix("race:")
         for m in measurements
-        if m.series == "race" and m.metric == "round_s" and m.x > 0
+        if m.series == p.race and m.metric == "round_s" and m.x > 0
     ]
     relax_wins = sum(w == "relaxation" for w in winners)
     during = {a: phase(a, lambda ph: ph.during) for a in p.algorithms}
@@ -191,11 +191,12 @@ def claims(p: Fig816Params, measurements: list[Measurement]) -> list[Claim]:
                 f"{format_duration(during[a])}"
                 for a in p.algorithms
             )
-            + f" (relaxation won {relax_wins} of {plural(len(winners), 'race')})",
-            f"{p.replay_machines:,} machines, not 12,500; our race runs relaxation "
-            "incrementally where Firmament's runs it from scratch (section 6.1), and ships every "
-            "round to two worker processes",
-            _follows_verdict(during),
+            + f" ({name(p.race)}: relaxation won {relax_wins} of "
+            f"{plural(len(winners), 'race')})",
+            f"{p.replay_machines:,} machines, not 12,500; both races ship every round to two "
+            "worker processes, and ours runs relaxation incrementally where Firmament's runs it "
+            "from scratch (section 6.1)",
+            _follows_verdict(during, p.race),
         ),
         Claim(
             "Fig. 16: recovery after the overload",
@@ -220,7 +221,7 @@ factor of the faster algorithm's alone: the paper's race was below it (10-15 s a
 scaling's ~30 s), ours also ships every round to two worker processes."""
 
 
-def _follows_verdict(during: Mapping[str, float | None]) -> Verdict:
+def _follows_verdict(during: Mapping[str, float | None], race_series: str) -> Verdict:
     """Reproduced if the race's median round during the backlog is within `_FOLLOWS_WITHIN` of
     the faster algorithm's alone and below the slower's; partly if it is nearer the faster than
     the slower (below their geometric mean); not reproduced if nearer the slower. Not measured
@@ -232,7 +233,8 @@ def _follows_verdict(during: Mapping[str, float | None]) -> Verdict:
         "their geometric mean): partly; judged only where the two alone are "
         f"{_FOLLOWS_WITHIN:g}x apart or more"
     )
-    race, relax, cs = during.get("race"), during.get("relaxation"), during.get("cost-scaling")
+    race = during.get(race_series)
+    relax, cs = during.get("relaxation"), during.get("cost-scaling")
     if race is None or relax is None or cs is None or min(relax, cs) <= 0:
         return Verdict(Outcome.NOT_MEASURED, criterion, "no backlog measured for every algorithm")
     (fast_name, fast), (slow_name, slow) = sorted(
@@ -284,7 +286,7 @@ def _recovery_verdict(p: Fig816Params, phases: Mapping[str, Sequence[_Phases]]) 
             ph.recovered is not None for ph in phases.get(algorithm, []) if ph.before is not None
         )
 
-    relax, race = recovery("relaxation"), recovery("race")
+    relax, race = recovery("relaxation"), recovery(p.race)
     verdict = factor(
         ratio(relax, race),
         _PAPER_FIG16_RECOVERY,
@@ -299,7 +301,7 @@ def _recovery_verdict(p: Fig816Params, phases: Mapping[str, Sequence[_Phases]]) 
         return dataclasses.replace(
             verdict, decided_by=f"no run of {missing} with rounds before the burst to return to"
         )
-    if not recovered("relaxation") and not recovered("race"):
+    if not recovered("relaxation") and not recovered(p.race):
         return dataclasses.replace(
             verdict,
             outcome=Outcome.NOT_MEASURED,

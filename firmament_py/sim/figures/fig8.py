@@ -108,7 +108,7 @@ def claims(p: Fig816Params, measurements: list[Measurement]) -> list[Claim]:
     )
     relax = {u: medians[("relaxation", u)] for u in utilisations}
     cs = {u: medians[("cost-scaling", u)] for u in utilisations}
-    race = {u: medians.get(("race", u)) for u in utilisations}
+    race = {u: medians.get((p.race, u)) for u in utilisations}
     crossover = _crossover(utilisations, relax, cs)
     scale = 12_500 / p.snapshot_machines
     if utilisations:
@@ -151,7 +151,7 @@ def claims(p: Fig816Params, measurements: list[Measurement]) -> list[Claim]:
             "relaxation's wandering (docs/benchmarks.md: 432 s to 42 s at 12,500 machines)",
             _slowest_verdict(medians, utilisations),
         ),
-        _fig8_race_claim(measurements, medians, utilisations),
+        _fig8_race_claim(p.race, measurements, medians, utilisations),
     ]
 
 
@@ -232,16 +232,17 @@ def _slowest_verdict(
 
 
 def _fig8_race_claim(
+    race: str,
     measurements: Sequence[Measurement],
     medians: Mapping[tuple[str, float], float],
     utilisations: Sequence[float],
 ) -> Claim:
-    """Which algorithm answered the race's job rounds, and what racing cost over the faster
-    algorithm alone."""
+    """Which algorithm answered the job rounds of the race `race` (a series), and what racing
+    cost over the faster algorithm alone."""
     winners = {
         (m.x, m.seed): m.note.removeprefix("race:")
         for m in measurements
-        if m.series == "race" and m.metric == "job_round_s"
+        if m.series == race and m.metric == "job_round_s"
     }
 
     def won(algorithm: str, fitting: bool) -> str:
@@ -249,9 +250,9 @@ def _fig8_race_claim(
         return f"{sum(w == algorithm for w in rounds)} of {plural(len(rounds), 'job round')}"
 
     overheads = [
-        medians[("race", u)] / faster
+        medians[(race, u)] / faster
         for u in utilisations
-        if ("race", u) in medians
+        if (race, u) in medians
         and (faster := min(medians[("relaxation", u)], medians[("cost-scaling", u)])) > 0
     ]
     overhead = statistics.median(overheads) if overheads else None

@@ -56,7 +56,10 @@ class Fig816Params:
     slots_per_machine: int = 12
     recovered_waiting: float = 0.005
     """The backlog counts as cleared when at most this fraction of the slots' worth waits."""
-    algorithms: tuple[str, ...] = ("relaxation", "cost-scaling", "race")
+    algorithms: tuple[str, ...] = ("relaxation", "cost-scaling", "race", "firmament-race")
+    race: str = "firmament-race"
+    """The race the claims judge: Firmament's (relaxation from scratch against incremental cost
+    scaling, section 6.1), the paper's configuration; ours runs beside it."""
 
     def arrivals(self, start: float, end: float) -> float:
         """Expected arrivals in [start, end): the rate is piecewise constant."""

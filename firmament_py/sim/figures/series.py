@@ -41,7 +41,7 @@ COLOURS = {
     "ssp": "C2",
     "race": "C3",
     "relaxation-no-limit": "C9",
-    "firmament-race": "C3",
+    "firmament-race": "C4",
     "cost-scaling-scratch": "C7",
 }
 ALGORITHM_LABELS = {
