@@ -4,8 +4,9 @@ criterion stated beside the verdict, never written in advance.
 A `Verdict` says the outcome (reproduced, partly, not reproduced), the criterion in words and
 the numbers that decided it. The functions below are the criteria the experiments use, each a
 plain rule over numbers: in how many of the cases a property held (`share`), whether a ratio
-reaches the paper's factor in the paper's direction (`factor`), whether a value falls within a
-factor of the paper's (`near`). An experiment's claim code measures, picks a criterion and
+reaches the paper's factor in the paper's direction (`factor`), whether a difference reaches the
+paper's (`gain`), whether a value falls within a factor of the paper's (`near`), and how parts
+judged apart add up (`every`). An experiment's claim code measures, picks a criterion and
 passes the numbers; tests feed the same code numbers that must flip the outcome.
 """
 
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from firmament_py.sim.wording import plural
 
-__all__ = ["Outcome", "Verdict", "factor", "near", "share"]
+__all__ = ["Outcome", "Verdict", "every", "factor", "gain", "near", "share"]
 
 
 class Outcome(enum.Enum):
@@ -73,6 +75,41 @@ def factor(ratio: float | None, paper: float, criterion: str) -> Verdict:
     else:
         outcome = Outcome.NOT_REPRODUCED
     return Verdict(outcome, criterion, f"measured {ratio:.3g}x against the paper's {paper:g}x")
+
+
+def gain(difference: float | None, paper: float, criterion: str, unit: str) -> Verdict:
+    """A difference that the paper puts at `paper` (> 0, in `unit`: "points"): reproduced at
+    `paper` or more, partly above 0 (the same direction, a smaller gain), not reproduced at 0 or
+    below."""
+    if difference is None or not math.isfinite(difference):
+        return Verdict(Outcome.NOT_MEASURED, criterion, "no difference measured")
+    if difference >= paper:
+        outcome = Outcome.REPRODUCED
+    elif difference > 0:
+        outcome = Outcome.PARTLY
+    else:
+        outcome = Outcome.NOT_REPRODUCED
+    return Verdict(
+        outcome, criterion, f"measured {difference:+.3g} {unit} against the paper's {paper:+g}"
+    )
+
+
+def every(parts: Sequence[tuple[str, Verdict]], criterion: str) -> Verdict:
+    """Parts of one claim judged apart (per sorting policy, per metric), each named: reproduced
+    if every measured part is, not reproduced if every measured part is not, partly between;
+    not measured if no part was."""
+    measured = [(name, v) for name, v in parts if v.outcome is not Outcome.NOT_MEASURED]
+    decided_by = "; ".join(f"{name}: {v.outcome.value}, {v.decided_by}" for name, v in parts)
+    outcomes = {v.outcome for _, v in measured}
+    if not measured:
+        outcome = Outcome.NOT_MEASURED
+    elif outcomes == {Outcome.REPRODUCED}:
+        outcome = Outcome.REPRODUCED
+    elif outcomes == {Outcome.NOT_REPRODUCED}:
+        outcome = Outcome.NOT_REPRODUCED
+    else:
+        outcome = Outcome.PARTLY
+    return Verdict(outcome, criterion, decided_by or "no part measured")
 
 
 def near(value: float | None, paper: float, within: float, criterion: str) -> Verdict:

@@ -1,0 +1,322 @@
+"""The verdicts of NoMora's, Zoe's and the network-task workflows' experiments follow the
+numbers: data shaped like each paper's reproduces every claim, and data that contradicts one
+claim flips that claim's verdict (and only the outcome the change calls for)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from firmament_py.nomora.experiment import NOMORA_GOOGLE
+from firmament_py.sim.experiment import Claim, Measurement
+from firmament_py.sim.verdicts import Outcome, Verdict, every, gain
+from firmament_py.workflows.experiment import (
+    NETWORK_TASKS,
+    ONE_STAGE,
+    RANDOM,
+    SIMPLE,
+    NetworkTasksParams,
+)
+from firmament_py.zoe.experiment import ZOE_TURNAROUND
+from firmament_py.zoe.preemption_experiment import ZOE_PREEMPTION
+from firmament_py.zoe.workload import BATCH_ELASTIC, INTERACTIVE
+
+
+def _outcomes(claims: list[Claim]) -> list[Outcome | None]:
+    return [c.verdict.outcome if c.verdict is not None else None for c in claims]
+
+
+def test_gain_follows_the_difference() -> None:
+    assert gain(13.0, 13.0, "c", "points").outcome is Outcome.REPRODUCED
+    assert gain(2.0, 13.0, "c", "points").outcome is Outcome.PARTLY
+    assert gain(0.0, 13.0, "c", "points").outcome is Outcome.NOT_REPRODUCED
+    assert gain(None, 13.0, "c", "points").outcome is Outcome.NOT_MEASURED
+    assert "+2 points against the paper's +13" in gain(2.0, 13.0, "c", "points").decided_by
+
+
+def test_every_adds_up_its_parts() -> None:
+    yes = Verdict(Outcome.REPRODUCED, "c", "a")
+    no = Verdict(Outcome.NOT_REPRODUCED, "c", "b")
+    unknown = Verdict(Outcome.NOT_MEASURED, "c", "n")
+    assert every([("x", yes), ("y", yes)], "c").outcome is Outcome.REPRODUCED
+    assert every([("x", yes), ("y", no)], "c").outcome is Outcome.PARTLY
+    assert every([("x", no), ("y", unknown)], "c").outcome is Outcome.NOT_REPRODUCED
+    assert every([("x", unknown)], "c").outcome is Outcome.NOT_MEASURED
+    assert (
+        every([("x", yes), ("y", no)], "c").decided_by == "x: reproduced, a; y: not reproduced, b"
+    )
+
+
+# ---------------------------------------------------------------------- NoMora
+
+_NOMORA: dict[tuple[str, str], float] = {
+    ("mean_performance", "random"): 47.2,
+    ("mean_performance", "random-task"): 47.2,
+    ("mean_performance", "load-spreading"): 46.8,
+    ("mean_performance", "nomora"): 60.5,
+    ("mean_performance", "nomora-110-115"): 51.85,
+    ("mean_performance", "nomora-preempt"): 59.0,
+    ("mean_performance", "nomora-preempt-beta0"): 90.0,
+    ("algorithm_p50_s", "random"): 0.108,
+    ("algorithm_p50_s", "load-spreading"): 0.109,
+    ("algorithm_p50_s", "nomora"): 0.090,
+    ("placement_p50_s", "random"): 0.436,
+    ("placement_p50_s", "load-spreading"): 0.498,
+    ("placement_p50_s", "nomora"): 0.270,
+    ("migrated_mean_pct", "nomora-preempt"): 0.02,
+    ("migrated_mean_pct", "nomora-preempt-beta0"): 7.1,
+}
+"""The papers' numbers (a little better where the paper sits on the criterion's edge)."""
+
+
+def _nomora(changes: Mapping[tuple[str, str], float] | None = None) -> list[Outcome | None]:
+    values = {**_NOMORA, **(changes or {})}
+    measured = [Measurement(series, 0.0, 0, metric, v) for (metric, series), v in values.items()]
+    return _outcomes(NOMORA_GOOGLE.claims(NOMORA_GOOGLE.scales["test"], measured))
+
+
+def test_nomora_papers_numbers_reproduce_every_claim() -> None:
+    assert _nomora() == [Outcome.REPRODUCED] * 6
+
+
+@pytest.mark.parametrize(
+    ("changes", "claim", "expected"),
+    [
+        ({("mean_performance", "random-task"): 50.0}, 0, Outcome.PARTLY),
+        # Load-spreading is the nearer baseline now: 4.8 points above it only.
+        ({("mean_performance", "load-spreading"): 55.7}, 0, Outcome.PARTLY),
+        ({("mean_performance", "random-task"): 61.0}, 0, Outcome.NOT_REPRODUCED),
+        ({("mean_performance", "nomora-110-115"): 58.0}, 1, Outcome.PARTLY),
+        ({("mean_performance", "nomora-110-115"): 61.0}, 1, Outcome.NOT_REPRODUCED),
+        ({("mean_performance", "nomora-preempt-beta0"): 70.0}, 2, Outcome.PARTLY),
+        ({("mean_performance", "nomora-preempt-beta0"): 60.0}, 2, Outcome.NOT_REPRODUCED),
+        ({("algorithm_p50_s", "nomora"): 0.100}, 3, Outcome.PARTLY),
+        ({("algorithm_p50_s", "nomora"): 0.120}, 3, Outcome.NOT_REPRODUCED),
+        ({("placement_p50_s", "nomora"): 0.400}, 4, Outcome.PARTLY),
+        ({("placement_p50_s", "nomora"): 2.0}, 4, Outcome.NOT_REPRODUCED),
+        ({("migrated_mean_pct", "nomora-preempt"): 1.0}, 5, Outcome.PARTLY),
+        ({("migrated_mean_pct", "nomora-preempt-beta0"): 0.0}, 5, Outcome.NOT_REPRODUCED),
+        # No migration at all with beta = time run still gives a ratio (floored at 0.001%).
+        ({("migrated_mean_pct", "nomora-preempt"): 0.0}, 5, Outcome.REPRODUCED),
+    ],
+)
+def test_nomora_verdicts_follow_the_numbers(
+    changes: dict[tuple[str, str], float], claim: int, expected: Outcome
+) -> None:
+    outcomes = _nomora(changes)
+    assert outcomes[claim] is expected
+    assert outcomes[:claim] + outcomes[claim + 1 :] == [Outcome.REPRODUCED] * 5
+
+
+def test_nomora_claims_without_a_series_are_not_measured() -> None:
+    values = {k: v for k, v in _NOMORA.items() if k[1] != "load-spreading"}
+    measured = [Measurement(series, 0.0, 0, metric, v) for (metric, series), v in values.items()]
+    outcomes = _outcomes(NOMORA_GOOGLE.claims(NOMORA_GOOGLE.scales["test"], measured))
+    assert outcomes[0] is Outcome.NOT_MEASURED
+    assert outcomes[3] is Outcome.NOT_MEASURED
+
+
+# ---------------------------------------------------------------------- Zoe
+
+_ZOE: dict[tuple[str, str], float] = {
+    ("turnaround_p50_s", "rigid"): 2_000.0,
+    ("turnaround_p50_s", "malleable"): 1_100.0,
+    ("turnaround_p50_s", "flexible"): 1_000.0,
+    ("turnaround_mean_s", "rigid"): 3_000.0,
+    ("turnaround_mean_s", "malleable"): 1_200.0,
+    ("turnaround_mean_s", "flexible"): 1_000.0,
+    ("cpu_allocated_pct", "rigid"): 50.0,
+    ("cpu_allocated_pct", "malleable"): 60.0,
+    ("cpu_allocated_pct", "flexible"): 65.0,
+    ("ram_allocated_pct", "rigid"): 30.0,
+    ("ram_allocated_pct", "malleable"): 35.0,
+    ("ram_allocated_pct", "flexible"): 40.0,
+    ("waiting_mean", "rigid"): 20.0,
+    ("waiting_mean", "malleable"): 9.0,
+    ("waiting_mean", "flexible"): 8.0,
+}
+"""Each scheduler's numbers, the same under every sorting policy and load."""
+
+
+def _zoe(
+    changes: Mapping[tuple[str, str], float] | None = None, sort: str | None = None
+) -> list[Outcome | None]:
+    """The turnaround claims' outcomes, `changes` applied under `sort` only (every sort if
+    None)."""
+    p = ZOE_TURNAROUND.scales["test"]
+    measured = []
+    for each in p.sorts:
+        values = {**_ZOE, **(changes or {})} if sort in (None, each) else _ZOE
+        measured += [
+            Measurement(f"{scheduler} {each}", load, 0, metric, v)
+            for (metric, scheduler), v in values.items()
+            for load in p.loads
+        ]
+    return _outcomes(ZOE_TURNAROUND.claims(p, measured))
+
+
+def test_zoe_papers_shape_reproduces_every_turnaround_claim() -> None:
+    assert _zoe() == [Outcome.REPRODUCED] * 4
+
+
+@pytest.mark.parametrize(
+    ("changes", "sort", "claim", "expected"),
+    [
+        ({("turnaround_p50_s", "rigid"): 1_500.0}, None, 0, Outcome.PARTLY),
+        ({("turnaround_p50_s", "rigid"): 900.0}, None, 0, Outcome.NOT_REPRODUCED),
+        ({("turnaround_p50_s", "rigid"): 900.0}, "sjf", 0, Outcome.PARTLY),  # fifo still halves
+        ({("ram_allocated_pct", "flexible"): 33.0}, None, 1, Outcome.PARTLY),
+        ({("cpu_allocated_pct", "flexible"): 45.0}, None, 1, Outcome.PARTLY),  # ram still 1.33x
+        ({("turnaround_mean_s", "malleable"): 1_050.0}, None, 2, Outcome.PARTLY),
+        ({("turnaround_mean_s", "malleable"): 950.0}, None, 2, Outcome.NOT_REPRODUCED),
+        ({("waiting_mean", "flexible"): 25.0}, "fifo", 3, Outcome.PARTLY),
+        ({("waiting_mean", "flexible"): 25.0}, None, 3, Outcome.NOT_REPRODUCED),
+    ],
+)
+def test_zoe_turnaround_verdicts_follow_the_numbers(
+    changes: dict[tuple[str, str], float], sort: str | None, claim: int, expected: Outcome
+) -> None:
+    outcomes = _zoe(changes, sort)
+    assert outcomes[claim] is expected
+    assert outcomes[:claim] + outcomes[claim + 1 :] == [Outcome.REPRODUCED] * 3
+
+
+def test_zoe_malleable_is_judged_against_each_sorts_own_factor() -> None:
+    """SJF's paper factor (1.16) is above FIFO's (1.10): 1.13x holds for FIFO only."""
+    outcomes = _zoe({("turnaround_mean_s", "malleable"): 1_130.0})
+    assert outcomes[2] is Outcome.PARTLY
+
+
+_PREEMPTION: dict[tuple[str, str], float] = {
+    (f"{INTERACTIVE}_queuing_mean_s", "non-preemptive"): 1_800.0,
+    (f"{INTERACTIVE}_queuing_mean_s", "preemptive"): 5.0,
+    (f"{BATCH_ELASTIC}_queuing_p50_s", "non-preemptive"): 600.0,
+    (f"{BATCH_ELASTIC}_queuing_p50_s", "preemptive"): 650.0,
+}
+
+
+def _preemption(changes: Mapping[tuple[str, str], float] | None = None) -> list[Outcome | None]:
+    p = ZOE_PREEMPTION.scales["test"]
+    values = {**_PREEMPTION, **(changes or {})}
+    measured = [Measurement(s, p.load, 0, metric, v) for (metric, s), v in values.items()]
+    return _outcomes(ZOE_PREEMPTION.claims(p, measured))
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, [Outcome.REPRODUCED, Outcome.REPRODUCED]),
+        ({(f"{INTERACTIVE}_queuing_mean_s", "preemptive"): 60.0}, [Outcome.PARTLY] * 1),
+        ({(f"{INTERACTIVE}_queuing_mean_s", "preemptive"): 2_000.0}, [Outcome.NOT_REPRODUCED]),
+        # Both under a second: no wait either way, nothing cut.
+        (
+            {
+                (f"{INTERACTIVE}_queuing_mean_s", "non-preemptive"): 0.5,
+                (f"{INTERACTIVE}_queuing_mean_s", "preemptive"): 0.0,
+            },
+            [Outcome.NOT_REPRODUCED],
+        ),
+        ({(f"{BATCH_ELASTIC}_queuing_p50_s", "preemptive"): 900.0}, [None, Outcome.PARTLY]),
+        (
+            {(f"{BATCH_ELASTIC}_queuing_p50_s", "preemptive"): 2_000.0},
+            [None, Outcome.NOT_REPRODUCED],
+        ),
+        # Two medians of no wait are the same.
+        (
+            {
+                (f"{BATCH_ELASTIC}_queuing_p50_s", "non-preemptive"): 0.0,
+                (f"{BATCH_ELASTIC}_queuing_p50_s", "preemptive"): 0.2,
+            },
+            [None, Outcome.REPRODUCED],
+        ),
+    ],
+)
+def test_zoe_preemption_verdicts_follow_the_numbers(
+    changes: dict[tuple[str, str], float], expected: list[Outcome | None]
+) -> None:
+    outcomes = _preemption(changes)
+    for got, want in zip(outcomes, expected, strict=False):
+        if want is not None:
+            assert got is want
+
+
+# ---------------------------------------------------------------------- network tasks
+
+_SWEEP = NetworkTasksParams(
+    machines=(1, 4, 16),
+    densities=(0.0, 0.2, 0.5, 0.8, 1.0),
+    rhos=(0.0, 2.0),
+    seeds=1,
+    max_tasks=10,
+    mixed_count=2,
+    mixed_max_tasks=5,
+)
+_RATIOS: dict[tuple[str, float], dict[str, float]] = {
+    ("machines", 1): {"list": 1.0, "glist": 1.0, "glist-master": 1.0, "partition": 1.0},
+    ("machines", 4): {"list": 2.0, "glist": 1.2, "glist-master": 1.3, "partition": 1.4},
+    ("machines", 16): {"list": 3.0, "glist": 1.5, "glist-master": 1.6, "partition": 1.7},
+    ("density", 0.0): {"list": 2.0, "glist": 1.2, "glist-master": 1.3, "partition": 1.4},
+    ("density", 0.2): {"list": 2.0, "glist": 1.2, "glist-master": 1.3, "partition": 1.4},
+    ("density", 0.5): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
+    ("density", 0.8): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
+    ("density", 1.0): {"list": 1.0, "glist": 1.0, "glist-master": 1.0, "partition": 1.0},
+    ("rho", 0.0): {"list": 1.02, "glist": 1.0, "glist-master": 1.0, "partition": 1.01},
+    ("rho", 2.0): {"list": 5.0, "glist": 2.0, "glist-master": 2.1, "partition": 1.5},
+}
+"""Median ratios shaped like the paper's figures, the same for every workflow type."""
+
+
+def _workflows(
+    changes: Mapping[tuple[str, str, float, str], float] | None = None,
+) -> list[Outcome | None]:
+    """The claims' outcomes; `changes` keyed (figure, workflow type, x, algorithm)."""
+    kinds = {
+        "machines": _SWEEP.figure4_types(),
+        "density": _SWEEP.figure5_types(),
+        "rho": _SWEEP.figure6_types(),
+    }
+    measured = []
+    for (figure, x), ratios in _RATIOS.items():
+        for kind in kinds[figure]:
+            for algorithm, value in ratios.items():
+                value = (changes or {}).get((figure, kind, x, algorithm), value)
+                measured.append(Measurement(algorithm, x, 0, f"ratio_{figure}_{kind}", value))
+    return _outcomes(NETWORK_TASKS.claims(_SWEEP, measured))
+
+
+def test_workflows_papers_shape_reproduces_every_claim() -> None:
+    assert _workflows() == [Outcome.REPRODUCED] * 6
+
+
+@pytest.mark.parametrize(
+    ("changes", "claim", "expected"),
+    [
+        ({("machines", RANDOM, 1, "list"): 1.2}, 0, Outcome.PARTLY),
+        ({("machines", SIMPLE, 16, "partition"): 1.4}, 1, Outcome.PARTLY),
+        (
+            {
+                ("machines", SIMPLE, x, algorithm): 1.9
+                for x in (4, 16)
+                for algorithm in ("glist", "glist-master")
+            },
+            1,
+            Outcome.NOT_REPRODUCED,
+        ),
+        ({("density", ONE_STAGE, 0.8, "glist"): 1.0}, 2, Outcome.PARTLY),
+        ({("rho", RANDOM, 2.0, "glist"): 1.4}, 3, Outcome.PARTLY),
+        ({("machines", ONE_STAGE, 16, "partition"): 3.5}, 4, Outcome.PARTLY),
+        ({("rho", SIMPLE, 0.0, "partition"): 1.3}, 5, Outcome.PARTLY),
+    ],
+)
+def test_workflows_verdicts_follow_the_numbers(
+    changes: dict[tuple[str, str, float, str], float], claim: int, expected: Outcome
+) -> None:
+    outcomes = _workflows(changes)
+    assert outcomes[claim] is expected
+    assert outcomes[:claim] + outcomes[claim + 1 :] == [Outcome.REPRODUCED] * 5
+
+
+def test_workflows_a_tie_for_best_counts() -> None:
+    """G-LIST tied with PARTITION at 16 machines on simple MapReduce is still the best."""
+    assert _workflows({("machines", SIMPLE, 16, "partition"): 1.5})[1] is Outcome.REPRODUCED
