@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from firmament_py.model.ids import INT64_MAX
+from firmament_py.service.listing import list_machines, list_tasks
 from firmament_py.service.protocol import (
     STATE_CHANGING_TYPES,
     ProtocolError,
@@ -83,7 +84,7 @@ def test_every_state_changing_request_may_be_in_a_batch() -> None:
 def test_a_machine_added_without_rack_or_pod_is_in_rack_0_of_pod_0() -> None:
     service = ServiceState()
     _apply(service, "node_added", {"machines": [MACHINE]}, "a")
-    listed = service.list_machines({}).body["machines"]
+    listed = list_machines(service, {}).body["machines"]
     assert listed == [["m0", "rack-0", "pod-0", 2, 0]]
 
 
@@ -98,9 +99,9 @@ def test_an_evicted_task_is_listed_as_waiting_again_and_its_machine_as_gone() ->
     outcome, _ = service.apply_decisions([_place(1, "m0")], 10)
     assert outcome.applied
     assert _apply(service, "node_failed", {"machine_id": "m0"}, "f").status is Status.OK
-    assert [row[0] for row in service.list_machines({}).body["machines"]] == ["m1"]
-    assert service.list_tasks({}).body["tasks"] == [[1, "j", "runnable", None]]
-    assert service.list_tasks({"state": "evicted"}).body["tasks"] == []
+    assert [row[0] for row in list_machines(service, {}).body["machines"]] == ["m1"]
+    assert list_tasks(service, {}).body["tasks"] == [[1, "j", "runnable", None]]
+    assert list_tasks(service, {"state": "evicted"}).body["tasks"] == []
     assert _apply(service, "node_failed", {"machine_id": "m0"}, "f2").status is Status.NOT_FOUND
     assert _apply(service, "node_added", {"machines": [MACHINE]}, "back").status is Status.OK
 

@@ -2,11 +2,14 @@
 
 `SchedulingDaemon` serves the msgpack protocol (`protocol`, reference in docs/protocol.md) on
 a ZeroMQ ROUTER socket, journals every accepted change before acknowledging it (`journal`,
-`state`), and runs scheduling rounds in a process of its own (`round_worker`). `Client` is the
-typed Python client; `keys` makes and loads CURVE keys.
+`state`), and runs scheduling rounds in a process of its own (`round_worker`); its change feed
+(`changes`) and listings (`listing`) let a manager follow it. `Client` is the typed Python
+client, `ClusterView` a manager's mirror of the daemon's tasks and machines (`view`); `keys`
+makes and loads CURVE keys.
 """
 
 from firmament_py.service.client import (
+    ChangePage,
     Client,
     DaemonTimeout,
     ListedMachine,
@@ -18,10 +21,13 @@ from firmament_py.service.client import (
 from firmament_py.service.daemon import DaemonConfig, DaemonError, SchedulingDaemon
 from firmament_py.service.keys import CurveClientKeys, CurveServerKeys, KeyFileError
 from firmament_py.service.protocol import PROTOCOL_VERSION, ProtocolError, Status
+from firmament_py.service.view import ClusterView, ViewMachine, ViewTask
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "ChangePage",
     "Client",
+    "ClusterView",
     "CurveClientKeys",
     "CurveServerKeys",
     "DaemonConfig",
@@ -36,4 +42,6 @@ __all__ = [
     "RoundReply",
     "SchedulingDaemon",
     "Status",
+    "ViewMachine",
+    "ViewTask",
 ]

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from firmament_py.sdk.discovery import unknown_policy
+from firmament_py.service.changes import DEFAULT_WATCH_WINDOW
 from firmament_py.service.daemon import DaemonConfig, DaemonError, SchedulingDaemon
 from firmament_py.service.journal import FSYNC_POLICIES, JournalError
 from firmament_py.service.keys import (
@@ -72,6 +73,13 @@ __all__ = ["keys", "serve"]
     show_default=True,
     help="A round's decisions applied per turn of the request loop (smaller: shorter pauses).",
 )
+@click.option(
+    "--watch-window",
+    type=click.IntRange(1),
+    default=DEFAULT_WATCH_WINDOW,
+    show_default=True,
+    help="Journal records kept for `changes` requests (a manager further behind lists again).",
+)
 @click.option("--max-message-bytes", type=click.IntRange(64), default=1 << 20, show_default=True)
 @click.option("--verbose", "-v", is_flag=True, help="Log the daemon's events to stderr.")
 def serve(
@@ -85,6 +93,7 @@ def serve(
     fsync: str,
     snapshot_every: int,
     decision_chunk: int,
+    watch_window: int,
     max_message_bytes: int,
     verbose: bool,
 ) -> None:
@@ -108,6 +117,7 @@ def serve(
             fsync=fsync,
             snapshot_every=snapshot_every,
             decision_chunk=decision_chunk,
+            watch_window=watch_window,
             max_message_bytes=max_message_bytes,
             curve=curve,
         )

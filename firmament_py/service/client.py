@@ -8,6 +8,12 @@ submission is never applied twice, even across a daemon restart. Replies to earl
 abandoned attempts are recognised by their id and dropped.
 
 A reply other than OK raises `RequestFailed`, which carries the status and the daemon's reason.
+
+A manager that registers (`register`) gets an epoch that the client then sends with every
+write; once another manager registers, this one's writes are refused (`fenced`). `changes` and
+`follow` read the daemon's change feed, `round` a past round's answer, and `ClusterView`
+(`firmament_py.service.view`) keeps a mirror of the daemon's tasks and machines from a listing
+and the changes after it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from firmament_py.service.protocol import (
 
 __all__ = [
     "Answer",
+    "ChangePage",
     "Client",
     "DaemonTimeout",
     "ListedMachine",
@@ -122,6 +129,22 @@ class RoundReply:
 
 
 @dataclass(frozen=True)
+class ChangePage:
+    """What a `changes` request answers: the journal records after the sequence number asked
+    from, in order (`docs/protocol.md`, "Changes"), whether more follow, and the daemon's
+    last sequence number."""
+
+    changes: list[dict[str, Any]]
+    more: bool
+    seq: int
+
+    @property
+    def last(self) -> int | None:
+        """The sequence number of the last change on the page (None if it holds none)."""
+        return self.changes[-1]["seq"] if self.changes else None
+
+
+@dataclass(frozen=True)
 class ListedTask:
     """A task as `Client.tasks` lists it: where the daemon's state has it."""
 
@@ -176,6 +199,8 @@ class Client:
         self._socket.connect(address)
         self._prefix = f"{os.getpid():x}-{os.urandom(4).hex()}-"
         self._counter = itertools.count(1)
+        self.epoch: int | None = None
+        """This manager's epoch once it registered (`register`): sent with every request."""
 
     def close(self) -> None:
         self._socket.close(linger=0)
@@ -192,15 +217,21 @@ class Client:
         return f"{self._prefix}{next(self._counter)}"
 
     def request(
-        self, kind: str, body: Mapping[str, Any] | None = None, *, request_id: str | None = None
+        self,
+        kind: str,
+        body: Mapping[str, Any] | None = None,
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send one request and return the reply's body; RequestFailed on a status other than
         OK, DaemonTimeout when every attempt timed out. `request_id` defaults to a fresh one;
-        pass the same one again to retry by hand."""
+        pass the same one again to retry by hand. `timeout` replaces the client's for this
+        request (a `changes` request that may wait)."""
         request_id = request_id or self.new_request_id()
-        frame = encode_request(request_id, kind, body)
+        frame = encode_request(request_id, kind, body, self.epoch)
         for _ in range(self.retries + 1):
-            deadline = time.monotonic() + self.timeout
+            deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
             try:
                 # Blocks while no connection is up (the daemon down, or a CURVE handshake it
                 # refused); SNDTIMEO bounds that wait by the timeout.
@@ -233,7 +264,7 @@ class Client:
         frames: dict[str, bytes] = {}
         for kind, body in requests:
             rid = self.new_request_id()
-            frames[rid] = encode_request(rid, kind, body)
+            frames[rid] = encode_request(rid, kind, body, self.epoch)
         order = list(frames)
         answers: dict[str, Answer] = {}
         waiting: dict[str, int] = {}  # request id -> attempts
@@ -382,6 +413,42 @@ class Client:
 
     def status(self) -> dict[str, Any]:
         return self.request("status")
+
+    def register(self, manager: str) -> int:
+        """Register as the manager that drives the daemon (`manager` names it in the log):
+        returns the new epoch, which every later request of this client carries. Writes under
+        an older epoch, or none, are refused from now on (`fenced`), so a manager that was
+        replaced cannot go on changing the cluster."""
+        self.epoch = None  # a registration is never fenced
+        body = self.request("register", {"manager": manager})
+        self.epoch = int(body["epoch"])
+        return self.epoch
+
+    def round(self, round_id: int) -> RoundReply:
+        """The answer round `round_id` gave, while the daemon keeps it (its last 1,000 rounds'):
+        how a manager that lost a `schedule` answer (its own crash) learns what that round
+        decided. RequestFailed (`not_found`) for a round in progress or not kept."""
+        return RoundReply.from_body(self.request("round", {"round": round_id}))
+
+    def changes(self, after: int, *, limit: int = 1_000, wait_s: float = 0.0) -> ChangePage:
+        """The journal records after sequence number `after` (at most `limit`), in order; if
+        there are none yet, wait up to `wait_s` for one. RequestFailed (`gone`) when they are
+        no longer all kept: list the tasks and machines again (`ClusterView.load`)."""
+        body: dict[str, Any] = {"after": after, "limit": limit}
+        if wait_s > 0:
+            body["wait_ms"] = max(1, round(wait_s * 1000))
+        reply = self.request("changes", body, timeout=self.timeout + max(0.0, wait_s))
+        return ChangePage(list(reply["changes"]), bool(reply["more"]), int(reply["seq"]))
+
+    def follow(self, after: int, *, wait_s: float = 10.0) -> Iterator[dict[str, Any]]:
+        """Every change after sequence number `after`, in order, as they happen: endless
+        (stop iterating to stop). RequestFailed (`gone`) if the client fell behind the daemon's
+        window of kept changes."""
+        while True:
+            page = self.changes(after, wait_s=wait_s)
+            yield from page.changes
+            if page.last is not None:
+                after = page.last
 
     def tasks(
         self,

@@ -54,10 +54,12 @@ import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.sdk.discovery import unknown_policy
+from firmament_py.service.changes import DEFAULT_WATCH_WINDOW, ChangeFeed, Watches
 from firmament_py.service.clock import DaemonClock
 from firmament_py.service.endpoints import TRANSPORTS, is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import AllowedClients, CurveServerKeys, start_authenticator
+from firmament_py.service.listing import list_machines, list_tasks, round_answer
 from firmament_py.service.protocol import (
     PROTOCOL_VERSION,
     ProtocolError,
@@ -104,7 +106,13 @@ class DaemonConfig:
     decision_chunk: int = 64
     """A round's decisions applied per loop turn (a round's migrations go in one chunk)."""
     dedup_window: int = DEFAULT_DEDUP_WINDOW
+    watch_window: int = DEFAULT_WATCH_WINDOW
+    """Journal records kept for `changes` requests."""
     curve: CurveServerKeys | None = None
+
+
+_READS = {"tasks": list_tasks, "machines": list_machines, "round": round_answer}
+"""The read-only requests answered from the state as it is (`listing`)."""
 
 
 def _pack(value: Any) -> bytes:
@@ -163,7 +171,10 @@ class SchedulingDaemon:
                 self.service = ServiceState(dedup_window=config.dedup_window)
             else:
                 self.service = ServiceState.from_snapshot(payload, dedup_window=config.dedup_window)
+            base = self.service.seq  # the snapshot's: the records after it are the feed's
             self.recovered_records = self.service.replay(records)
+            self.feed = ChangeFeed(base, config.watch_window)
+            self.feed.add(record for record in records if record["seq"] > base)
             self._clock = DaemonClock(
                 config.journal, floor=self.service.cluster.now, durable=config.fsync == "always"
             )
@@ -186,6 +197,7 @@ class SchedulingDaemon:
         self.started = time.monotonic()
         self._stopping = threading.Event()
         self._round: _Round | None = None
+        self._watches = Watches(self.feed)
         self._next_round_waiters: list[tuple[bytes, str]] = []
         self._waiting_ids: set[str] = set()  # `schedule` ids waiting, not yet journaled
         self._last_round_start = 0.0
@@ -284,6 +296,9 @@ class SchedulingDaemon:
             return 0  # decisions to apply: only look for requests in between
         if self.journal.snapshot_in_progress:
             return 10  # to reap the snapshot's child soon
+        watch = self._watches.next_deadline_s()
+        if watch is not None and watch < 0.1:
+            return int(watch * 1000) + 1  # a `changes` request's wait ends
         if not self.link.ready:
             # No round can start: its hello wakes the poll; only a restart has a time to keep.
             if self.link.process is None:
@@ -304,6 +319,8 @@ class SchedulingDaemon:
             self._serve_worker()
         if self._round is not None and self._round.decided:
             self._apply_chunk()
+        if self._watches.next_deadline_s() == 0:
+            self._flush()  # answers the `changes` requests whose wait ended
         code = self.link.exited()
         if code is not None:
             _log.error("the scheduling process exited (status %s); restarting it", code)
@@ -342,7 +359,7 @@ class SchedulingDaemon:
             if frame is not None:
                 replies.append([identity, frame])
         self._commit(records)
-        self.journal.flush()  # these records, and any chunk's before them: see `_commit`
+        self._flush()  # these records, and any chunk's before them: see `_commit`
         for reply in replies:
             self._router.send_multipart(reply)
 
@@ -355,6 +372,7 @@ class SchedulingDaemon:
         if records:
             payload = _pack(records)
             self.journal.append_packed(payload, len(records))
+            self.feed.add(records)
             if self.link.ready:  # else the state it will be sent includes them
                 self.link.send([b"records", payload])
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
@@ -385,11 +403,14 @@ class SchedulingDaemon:
             return encode_reply(error.request_id, error.status, error.reason)
         if request.type == "status":
             return encode_reply(request.request_id, Status.OK, "", self.status())
-        if request.type in ("tasks", "machines"):
-            service = self.service
-            listed = service.list_tasks if request.type == "tasks" else service.list_machines
-            reply = listed(request.body)
+        if request.type == "changes":
+            return self._watches.request(identity, request.request_id, request.body)
+        if request.type in _READS:
+            reply = _READS[request.type](self.service, request.body)
             return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
+        fenced = self.service.fence(request)
+        if fenced is not None:
+            return encode_reply(request.request_id, fenced.status, fenced.reason, fenced.body)
         if request.type == "schedule":
             return self._schedule(identity, request.request_id)
         if request.request_id in self._waiting_ids:
@@ -399,6 +420,12 @@ class SchedulingDaemon:
             )
             return encode_reply(request.request_id, Status.INVALID, reason)
         now = self._now()
+        if request.type == "register":
+            reply, record = self.service.register(request, now)
+            if record is not None:
+                records.append(record)
+                _log.info("manager %r registered: epoch %d", request.body["manager"], record["seq"])
+            return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         if request.type == "batch":
             reply, batch = self.service.apply_batch(request, now)
             records.extend(batch)
@@ -514,6 +541,7 @@ class SchedulingDaemon:
             return
         # Not forwarded: a round's record changes no task, and the replica made it.
         self.journal.append_packed(_pack([record]), 1)
+        self.feed.add([record])
         self._waiting_ids.difference_update(ids)  # remembered by the state from now on
         current.decided = True
         if finished is not None:
@@ -540,7 +568,7 @@ class SchedulingDaemon:
 
     def _finish_round(self, finished: RoundAnswer) -> None:
         """Answer and publish a round once its last record is journaled."""
-        self.journal.flush()  # before the answer acknowledges its decisions
+        self._flush()  # before the answer acknowledges its decisions
         if finished.status != Status.OK.value:
             self._answer_round(Status(finished.status), finished.reason, {})
             return
@@ -548,6 +576,13 @@ class SchedulingDaemon:
         if self._publisher is not None and finished.body["deltas"]:
             self._publisher.send_multipart([b"deltas", _pack(finished.body)])
         self._answer_round(Status.OK, "", finished.body)
+
+    def _flush(self) -> None:
+        """Make the journal's records as safe as the fsync policy says, then answer the
+        `changes` requests that waited for them (or whose wait ended)."""
+        self.journal.flush()
+        for identity, reply in self._watches.wake():
+            self._router.send_multipart([identity, reply])
 
     def _now(self) -> int:
         """The time of something happening now (`clock`), never before the state's."""
@@ -559,7 +594,7 @@ class SchedulingDaemon:
         is not kept (nothing changed: a retry waits for the next round)."""
         if self._round is None:
             return
-        self.journal.flush()  # the chunks applied so far, even if the round failed after them
+        self._flush()  # the chunks applied so far, even if the round failed after them
         for identity, request_id in self._round.waiters:
             reply = encode_reply(request_id, status, reason, body)
             self._router.send_multipart([identity, reply])
@@ -577,6 +612,9 @@ class SchedulingDaemon:
             "policy": self.config.policy,
             "solver": self.config.solver,
             "seq": self.service.seq,
+            "epoch": self.service.epoch,
+            "changes_after": self.feed.base,
+            "watching": len(self._watches),
             "rounds": self.rounds,
             "round_in_flight": self._round is not None,
             "machines": len(cluster.machines),

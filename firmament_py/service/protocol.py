@@ -57,6 +57,7 @@ __all__ = [
     "READ_TYPES",
     "REQUEST_FIELDS",
     "STATE_CHANGING_TYPES",
+    "WRITE_TYPES",
     "ProtocolError",
     "Request",
     "Status",
@@ -84,6 +85,10 @@ class Status(enum.Enum):
     UNAUTHORISED = "unauthorised"
     OVERLOADED = "overloaded"
     ERROR = "error"
+    GONE = "gone"
+    """The changes asked for are no longer kept (or were never written here)."""
+    FENCED = "fenced"
+    """A write under an epoch that is not the current one (another manager registered)."""
 
 
 class ProtocolError(Exception):
@@ -104,6 +109,8 @@ class Request:
     request_id: str
     type: str
     body: Mapping[str, Any]
+    epoch: int | None = None
+    """The writer's epoch (`register`), if the frame gave one."""
 
 
 # ---------------------------------------------------------------------- field checks
@@ -215,6 +222,13 @@ def _choice(path: str, value: Any, choices: tuple[str, ...]) -> str:
     return value
 
 
+def _bounded(path: str, value: Any, maximum: int) -> int:
+    number = _int(path, value, minimum=0)
+    if number > maximum:
+        raise _invalid(path, f"must be at most {maximum:,}, got {number:,}")
+    return number
+
+
 def _limit(path: str, value: Any) -> int:
     limit = _int(path, value, minimum=1)
     if limit > MAX_LIST:
@@ -289,15 +303,28 @@ REQUEST_FIELDS: Mapping[str, FieldSpec] = {
         "after": (_name, False),
         "limit": (_limit, False),
     },
+    "changes": {
+        "after": (lambda path, value: _int(path, value, minimum=0), True),
+        "limit": (_limit, False),
+        "wait_ms": (lambda path, value: _bounded(path, value, MAX_WAIT_MS), False),
+    },
+    "round": {"round": (lambda path, value: _int(path, value, minimum=1), True)},
+    "register": {"manager": (_name, True)},
 }
 """Every request type and its body's fields."""
 
-READ_TYPES = frozenset({"status", "tasks", "machines"})
+MAX_WAIT_MS = 60_000
+"""The longest a `changes` request may wait for a record."""
+
+READ_TYPES = frozenset({"status", "tasks", "machines", "changes", "round"})
 """Requests that only read the state."""
 
-STATE_CHANGING_TYPES = frozenset(REQUEST_FIELDS) - {"schedule", "batch"} - READ_TYPES
+STATE_CHANGING_TYPES = frozenset(REQUEST_FIELDS) - {"schedule", "batch", "register"} - READ_TYPES
 """Requests that change the cluster state: journaled before they are acknowledged. A `batch`
 carries several of them."""
+
+WRITE_TYPES = STATE_CHANGING_TYPES | {"schedule", "batch"}
+"""Requests a manager that registered (`register`) must send under its epoch."""
 
 MAX_BATCH = 10_000
 """The most requests one `batch` may carry."""
@@ -353,7 +380,7 @@ def _plain_item(item: Any) -> bool:
     return type(item) is dict and len(item) == 2 and is_plain(item.get("type"), item.get("body"))
 
 
-_ENVELOPE_KEYS = frozenset({"v", "id", "type", "body"})
+_ENVELOPE_KEYS = frozenset({"v", "id", "type", "body", "epoch"})
 
 
 def _checked_map(path: str, value: Any, spec: FieldSpec) -> dict[str, Any]:
@@ -395,7 +422,7 @@ def decode_request(frame: bytes) -> Request:
     try:
         unknown = sorted(str(key) for key in set(message) - _ENVELOPE_KEYS)
         if unknown:
-            raise _invalid(unknown[0], "is not a field of the envelope (v, id, type, body)")
+            raise _invalid(unknown[0], "is not a field of the envelope (v, id, type, body, epoch)")
         version = message.get("v")
         # `True == 1` and `1.0 == 1` in Python: the type is checked too, as for every integer.
         if type(version) is not int or version != PROTOCOL_VERSION:
@@ -406,16 +433,29 @@ def decode_request(frame: bytes) -> Request:
         if not isinstance(kind, str) or kind not in REQUEST_FIELDS:
             raise _invalid("type", f"must be one of {', '.join(REQUEST_FIELDS)}, got {kind!r}")
         body = _checked_map("body", message.get("body", {}), REQUEST_FIELDS[kind])
+        epoch = message.get("epoch")
+        if epoch is not None:
+            epoch = _int("epoch", epoch, minimum=1)
     except ProtocolError as error:
         error.request_id = rid
         raise
-    return Request(request_id, kind, body)
+    return Request(request_id, kind, body, epoch)
 
 
-def encode_request(request_id: str, kind: str, body: Mapping[str, Any] | None = None) -> bytes:
-    """A request frame (no checks of meaning: the daemon checks). ValueError if msgpack cannot
-    hold a value at all (an integer past 64 bits, an object of no msgpack type)."""
-    message = {"v": PROTOCOL_VERSION, "id": request_id, "type": kind, "body": dict(body or {})}
+def encode_request(
+    request_id: str, kind: str, body: Mapping[str, Any] | None = None, epoch: int | None = None
+) -> bytes:
+    """A request frame (no checks of meaning: the daemon checks), under `epoch` if given.
+    ValueError if msgpack cannot hold a value at all (an integer past 64 bits, an object of
+    no msgpack type)."""
+    message: dict[str, Any] = {
+        "v": PROTOCOL_VERSION,
+        "id": request_id,
+        "type": kind,
+        "body": dict(body or {}),
+    }
+    if epoch is not None:
+        message["epoch"] = epoch
     try:
         return bytes(msgpack.packb(message, use_bin_type=True))
     except (OverflowError, TypeError, ValueError) as error:

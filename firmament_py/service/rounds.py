@@ -245,6 +245,11 @@ class RoundBook:
         is kept."""
         return self._by_request.get(request_id)
 
+    def answer_of(self, round_id: int) -> RoundAnswer | None:
+        """The kept answer of round `round_id` (None if it is in progress, was never journaled,
+        or is no longer kept)."""
+        return self._answers.get(round_id)
+
     def answer_for(self, request_id: str) -> RoundAnswer | None:
         """The kept answer of the round `request_id` waited for (None if it is in progress,
         or not kept)."""

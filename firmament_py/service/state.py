@@ -19,9 +19,7 @@ Two kinds of record:
   journal the round itself, so that a crash in the middle of one loses none of its decisions
   (`firmament_py.service.rounds` says how).
 
-It also answers the read-only requests that list tasks and machines (`list_tasks`,
-`list_machines`), a page at a time in id order, so that a cluster manager can reconcile its
-view with the daemon's after either restarts.
+The read-only requests that list tasks and machines are `listing`'s; it reads this state.
 
 Request ids make retries safe: every applied request id is remembered with a digest of the
 request it named (the last `dedup_window` of them, restored by replay too). A request with a
@@ -34,7 +32,6 @@ id through its requests' (`ID/0`, ...): neither may name another request either.
 
 from __future__ import annotations
 
-import heapq
 import json
 import zlib
 from collections import OrderedDict
@@ -52,10 +49,10 @@ from firmament_py.model.events import (
     TaskSubmitted,
 )
 from firmament_py.model.ids import Time
-from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision, DecisionOutcome, apply_decisions
 from firmament_py.service.protocol import (
     STATE_CHANGING_TYPES,
+    WRITE_TYPES,
     Request,
     Status,
     decision_from_wire,
@@ -142,6 +139,13 @@ class ScheduleRetry:
 
 
 _SCHEDULE_DIGEST = _digest("schedule", {})
+
+
+def _register_digest(manager: str) -> int:
+    """The digest a `register` request's id is remembered with."""
+    return _digest("register", {"manager": manager})
+
+
 """The digest a `schedule` request's id is remembered with."""
 
 
@@ -170,6 +174,9 @@ class ServiceState:
         self._replica = StateReplica(self.cluster)
         self._applied: OrderedDict[str, _Applied] = OrderedDict()
         self.rounds = RoundBook()
+        self.epoch = 0
+        """The current writers' epoch: the record of the last `register` (0: none yet, and
+        writes need no epoch)."""
 
     # ------------------------------------------------------------------ snapshots
 
@@ -181,6 +188,7 @@ class ServiceState:
             "cluster": self.cluster,
             "applied": applied,
             "rounds": self.rounds.snapshot(),
+            "epoch": self.epoch,
         }
 
     @classmethod
@@ -192,6 +200,7 @@ class ServiceState:
             service._remember(request_id, seq, digest[0] if digest else None)  # older: no digest
         if "rounds" in payload:  # older snapshots kept no rounds: numbering starts again at 1
             service.rounds = RoundBook.restore(payload["rounds"])
+        service.epoch = payload.get("epoch", 0)  # older snapshots: nobody had registered
         return service
 
     def replay(self, records: Iterable[Mapping[str, Any]]) -> int:
@@ -216,6 +225,9 @@ class ServiceState:
             if kind == "request":
                 digest = _digest(record["type"], record["body"])
                 self._remember(record["id"], record["seq"], digest)
+            elif kind == "epoch":
+                self.epoch = record["seq"]
+                self._remember(record["id"], record["seq"], _register_digest(record["manager"]))
             elif chunk:
                 self.rounds.advance(record)
             count += 1
@@ -249,6 +261,47 @@ class ServiceState:
             request.request_id, request.type, request.body, time
         )
         return Reply(Status(status), reason, body), record
+
+    def register(self, request: Request, time: Time) -> tuple[Reply, dict[str, Any] | None]:
+        """A manager registers (`register`): it gets a new epoch, the sequence number of the
+        record made, and from now on every write must carry it (`fence`). A retry gets the
+        same epoch again; the record to journal is None for a retry or a refusal."""
+        digest = _register_digest(request.body["manager"])
+        known = self._applied.get(request.request_id)
+        if known is not None:
+            seq, first_digest = known
+            if first_digest != digest:
+                return _used_before(request.request_id, seq), None
+            return Reply(Status.OK, "already applied", {"seq": seq, "epoch": seq}), None
+        advance_clock(self.cluster, time)
+        self.seq = self.epoch = self.seq + 1
+        self._remember(request.request_id, self.seq, digest)
+        record = {
+            "seq": self.seq,
+            "time": time,
+            "kind": "epoch",
+            "id": request.request_id,
+            "manager": request.body["manager"],
+        }
+        return Reply(Status.OK, "", {"seq": self.seq, "epoch": self.epoch}), record
+
+    def fence(self, request: Request) -> Reply | None:
+        """The refusal of a write (`protocol.WRITE_TYPES`) whose epoch is not the current one,
+        once a manager has registered; None for a request that may go on."""
+        if request.type not in WRITE_TYPES or request.epoch == (self.epoch or None):
+            return None
+        if self.epoch == 0:
+            return Reply(
+                Status.FENCED,
+                f"epoch {request.epoch} was never given: no manager has registered here",
+            )
+        given = "no epoch" if request.epoch is None else f"epoch {request.epoch}"
+        return Reply(
+            Status.FENCED,
+            f"a write under {given}, while the current epoch is {self.epoch:,} (a manager "
+            "registered since): only the last manager to register may write",
+            {"epoch": self.epoch},
+        )
 
     def apply_batch(self, request: Request, time: Time) -> tuple[Reply, list[dict[str, Any]]]:
         """Apply a `batch`'s requests in order, each as `apply_request` would (the i-th under
@@ -385,52 +438,6 @@ class ServiceState:
             elif event.task_id not in cluster.tasks:
                 return Reply(Status.NOT_FOUND, f"no task {event.task_id}")
         return None
-
-    # ------------------------------------------------------------------ reads
-
-    def list_tasks(self, body: Mapping[str, Any]) -> Reply:
-        """A `tasks` reply: `[task_id, job_id, state, machine_id]` of the tasks (in `state`, on
-        `machine_id`, if given) whose ids follow `after`, in id order, at most `limit`; `more`
-        says whether others follow. One pass over the candidates per page."""
-        cluster = self.cluster
-        tasks = cluster.tasks
-        state = TaskState(body["state"]) if "state" in body else None
-        candidates: Iterable[int]
-        if "machine_id" in body:
-            machine = cluster.machines.get(body["machine_id"])
-            if machine is None:
-                return Reply(Status.NOT_FOUND, f"no machine {body['machine_id']!r}")
-            candidates = machine.running_task_ids
-        elif state is TaskState.RUNNABLE:
-            candidates = cluster.waiting_task_ids
-        else:
-            candidates = tasks
-        after = body.get("after", -1)
-        limit = body.get("limit", DEFAULT_LIST)
-        ids = heapq.nsmallest(
-            limit + 1,
-            (i for i in candidates if i > after and (state is None or tasks[i].state is state)),
-        )
-        rows = [
-            [i, tasks[i].job_id, tasks[i].state.value, tasks[i].machine_id] for i in ids[:limit]
-        ]
-        return Reply(Status.OK, "", {"tasks": rows, "more": len(ids) > limit, "seq": self.seq})
-
-    def list_machines(self, body: Mapping[str, Any]) -> Reply:
-        """A `machines` reply: `[machine_id, rack_id, pod_id, slots, running]` of the machines
-        whose ids follow `after` (in string order), at most `limit`, and `more`."""
-        cluster = self.cluster
-        after = body.get("after", "")
-        limit = body.get("limit", DEFAULT_LIST)
-        ids = heapq.nsmallest(limit + 1, (m for m in cluster.machines if m > after))
-        rows = []
-        for machine_id in ids[:limit]:
-            machine = cluster.machines[machine_id]
-            pod = cluster.racks[machine.rack_id].pod_id
-            rows.append(
-                [machine_id, machine.rack_id, pod, machine.slots, len(machine.running_task_ids)]
-            )
-        return Reply(Status.OK, "", {"machines": rows, "more": len(ids) > limit, "seq": self.seq})
 
     # ------------------------------------------------------------------ rounds
 

@@ -1,0 +1,169 @@
+"""The daemon's change feed: every journaled record, by sequence number, for cluster managers
+that follow the daemon's state instead of diffing it (a `changes` request).
+
+Every change the daemon makes is a journal record with the next sequence number (`state` says
+which kinds there are): a request it accepted, a round it decided, a chunk of a round's
+decisions it applied, a manager that registered. The feed keeps the last `window` of them in
+memory, in order, so that a manager can ask for the changes after the last sequence number it
+saw and learn every one, in order, without a gap: the PUB socket's feed drops messages when a
+subscriber is slow, with no way to notice, where this answers exactly or says `gone`.
+
+* `ChangeFeed.since(after, limit)`: the records after `after`, or `FeedGone` if some of them
+  are no longer kept (a manager that fell too far behind, or one asking across a restart for
+  records older than the journal's last snapshot): it then lists the state again and follows
+  on from the listing's sequence number.
+* `Watches`: `changes` requests that asked to wait (`wait_ms`) when nothing newer was there
+  yet, parked until a record arrives or their wait ends. The daemon wakes them only once the
+  records they would see are as safe as its fsync policy says, as it does every reply.
+
+No I/O here: the daemon feeds records in and sends the frames out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from firmament_py.service.protocol import Status, encode_reply
+
+__all__ = ["DEFAULT_WATCH_WINDOW", "ChangeFeed", "FeedGone", "Watches"]
+
+DEFAULT_WATCH_WINDOW = 100_000
+"""Records the feed keeps in memory: a manager that falls further behind lists again."""
+
+
+class FeedGone(Exception):
+    """The records after the asked sequence number are not all kept any more."""
+
+
+class ChangeFeed:
+    """The last `window` journal records, by sequence number; `base` is the sequence number
+    the kept records follow (the feed can answer for any `after` from `base` on)."""
+
+    def __init__(self, base: int, window: int = DEFAULT_WATCH_WINDOW) -> None:
+        if window < 1:
+            raise ValueError(f"a change feed keeps at least one record, not {window}")
+        self.window = window
+        self.base = base
+        self._records: deque[Mapping[str, Any]] = deque()
+
+    @property
+    def seq(self) -> int:
+        """The last sequence number the feed holds (`base` if it holds none)."""
+        return self._records[-1]["seq"] if self._records else self.base
+
+    def add(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Keep `records`, which follow the last one kept (older ones drop out of the window).
+        ValueError for a record that does not follow: the feed would answer with a gap."""
+        for record in records:
+            if record["seq"] != self.seq + 1:
+                raise ValueError(f"record {record['seq']} does not follow record {self.seq}")
+            self._records.append(record)
+            if len(self._records) > self.window:
+                self.base = self._records.popleft()["seq"]
+
+    def since(self, after: int, limit: int) -> tuple[list[Mapping[str, Any]], bool]:
+        """Up to `limit` records after sequence number `after`, in order, and whether more
+        follow them. FeedGone if some record after `after` is no longer kept."""
+        if after > self.seq:
+            raise FeedGone(
+                f"record {after:,} is beyond the last one written ({self.seq:,}): this journal "
+                "does not hold what was seen (another daemon's, or one that lost records in a "
+                "machine crash under --fsync never or interval): list the tasks and machines "
+                "again and follow the changes after the listing's seq"
+            )
+        if after < self.base:
+            raise FeedGone(
+                f"the changes after record {after:,} are no longer kept (the feed holds those "
+                f"after record {self.base:,}): list the tasks and machines again and follow "
+                "the changes after the listing's seq"
+            )
+        start = after - self.base  # records are consecutive: the one after `after` is here
+        end = min(len(self._records), start + limit)
+        kept = self._records
+        return [kept[i] for i in range(start, end)], end < len(kept)
+
+
+@dataclass
+class _Watch:
+    identity: bytes
+    request_id: str
+    after: int
+    limit: int
+    deadline: float
+
+
+class Watches:
+    """`changes` requests waiting for a record after the one they asked from."""
+
+    def __init__(self, feed: ChangeFeed) -> None:
+        self.feed = feed
+        self._waiting: list[_Watch] = []
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def answer(self, request_id: str, body: Mapping[str, Any]) -> bytes:
+        """The reply to a `changes` request that need not wait: the records after `after`
+        (`ChangeFeed.since`), `gone` if they are not all kept."""
+        try:
+            changes, more = self.feed.since(body["after"], body.get("limit", _DEFAULT_LIMIT))
+        except FeedGone as gone:
+            return encode_reply(request_id, Status.GONE, str(gone), {"seq": self.feed.seq})
+        return encode_reply(
+            request_id, Status.OK, "", {"changes": changes, "more": more, "seq": self.feed.seq}
+        )
+
+    def request(self, identity: bytes, request_id: str, body: Mapping[str, Any]) -> bytes | None:
+        """The reply to a `changes` request, or None if it waits (it asked to, and nothing
+        after `after` is there yet)."""
+        wait_ms = body.get("wait_ms", 0)
+        if wait_ms <= 0 or body["after"] != self.feed.seq:  # records to see, or gone
+            return self.answer(request_id, body)
+        for watch in self._waiting:
+            if watch.request_id == request_id:  # a retry: answered on its latest connection
+                watch.identity = identity
+                return None
+        self._waiting.append(
+            _Watch(
+                identity,
+                request_id,
+                body["after"],
+                body.get("limit", _DEFAULT_LIMIT),
+                time.monotonic() + wait_ms / 1000,
+            )
+        )
+        return None
+
+    def wake(self, now: float | None = None) -> list[tuple[bytes, bytes]]:
+        """(connection, reply) for every waiting request that has records to see now, or
+        whose wait ended (answered with none). Call only when every record in the feed is as
+        safe as the fsync policy says."""
+        if not self._waiting:
+            return []
+        now = time.monotonic() if now is None else now
+        seq = self.feed.seq
+        out: list[tuple[bytes, bytes]] = []
+        still: list[_Watch] = []
+        for watch in self._waiting:
+            if watch.after < seq or watch.deadline <= now:
+                body = {"after": watch.after, "limit": watch.limit}
+                out.append((watch.identity, self.answer(watch.request_id, body)))
+            else:
+                still.append(watch)
+        self._waiting = still
+        return out
+
+    def next_deadline_s(self, now: float | None = None) -> float | None:
+        """Seconds until the first waiting request's wait ends (None if none waits)."""
+        if not self._waiting:
+            return None
+        now = time.monotonic() if now is None else now
+        return max(0.0, min(watch.deadline for watch in self._waiting) - now)
+
+
+_DEFAULT_LIMIT = 1_000
+"""Records a `changes` reply holds when the request gives no `limit`."""

@@ -1,0 +1,295 @@
+"""What a cluster manager follows the daemon by (firmament_py/service/changes.py, listing.py,
+view.py, and the daemon's fencing): the change feed in order and without gaps, waiting for the
+next change, `gone` when changes are no longer kept; a past round fetched by number; only the
+last manager to register may write; a `ClusterView` loaded while the cluster changes ends equal
+to the daemon's state."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from firmament_py.model.states import TaskState
+from firmament_py.service import Client, DaemonConfig, RequestFailed, SchedulingDaemon, Status
+from firmament_py.service.changes import ChangeFeed, FeedGone, Watches
+from firmament_py.service.protocol import ProtocolError, decode_request, encode_request
+from firmament_py.service.view import ClusterView
+
+from .test_service_daemon import Running, machines
+
+
+def _records(first: int, last: int) -> list[dict[str, int]]:
+    return [{"seq": seq} for seq in range(first, last + 1)]
+
+
+def test_the_feed_answers_in_order_and_says_when_it_cannot() -> None:
+    feed = ChangeFeed(base=10, window=5)
+    feed.add(_records(11, 13))
+    assert feed.since(10, 100) == (_records(11, 13), False)
+    assert feed.since(11, 1) == (_records(12, 12), True)
+    assert feed.since(13, 100) == ([], False)
+    feed.add(_records(14, 17))  # 11 and 12 drop out of the window of five
+    assert feed.base == 12
+    assert feed.since(12, 100) == (_records(13, 17), False)
+    with pytest.raises(FeedGone, match="no longer kept"):
+        feed.since(11, 100)
+    with pytest.raises(FeedGone, match="beyond the last one written"):
+        feed.since(18, 100)
+    with pytest.raises(ValueError, match="does not follow"):
+        feed.add(_records(19, 19))
+
+
+def test_a_waiting_request_is_woken_by_a_record_or_the_end_of_its_wait() -> None:
+    feed = ChangeFeed(base=0)
+    watches = Watches(feed)
+    assert watches.request(b"a", "w1", {"after": 0, "wait_ms": 1000}) is None
+    assert watches.request(b"b", "w2", {"after": 0, "wait_ms": 10}) is None
+    assert watches.request(b"c", "w3", {"after": 0}) is not None  # no wait asked: answered
+    assert len(watches) == 2
+    assert watches.wake(now=0.0) == []
+    feed.add(_records(1, 1))
+    woken = watches.wake(now=0.0)
+    assert [identity for identity, _ in woken] == [b"a", b"b"]
+    assert watches.request(b"d", "w4", {"after": 1, "wait_ms": 10}) is None
+    (ended,) = watches.wake(now=1e12)  # its wait is long over: answered with nothing
+    assert ended[0] == b"d"
+
+
+def test_the_envelope_carries_an_epoch_and_the_new_requests_are_checked() -> None:
+    request = decode_request(encode_request("r", "task_removed", {"task_id": 1}, epoch=3))
+    assert request.epoch == 3
+    assert decode_request(encode_request("r", "status")).epoch is None
+    for bad in (0, True, 1.0, "3"):
+        with pytest.raises(ProtocolError, match="epoch"):
+            decode_request(encode_request("r", "status", epoch=bad))  # type: ignore[arg-type]
+    with pytest.raises(ProtocolError, match=r"body\.wait_ms must be at most 60,000"):
+        decode_request(encode_request("r", "changes", {"after": 0, "wait_ms": 60_001}))
+    with pytest.raises(ProtocolError, match=r"body\.after is missing"):
+        decode_request(encode_request("r", "changes", {}))
+    with pytest.raises(ProtocolError, match=r"body\.round must be in"):
+        decode_request(encode_request("r", "round", {"round": 0}))
+    with pytest.raises(ProtocolError, match=r"body\.manager must not be empty"):
+        decode_request(encode_request("r", "register", {"manager": ""}))
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Running]:
+    running = Running(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "journal"))
+    yield running
+    running.stop()
+
+
+def test_every_change_is_in_the_feed_in_order(served: Running) -> None:
+    with Client(served.endpoint, timeout=20) as client:
+        client.add_machines(machines(2))
+        for task_id in range(5):
+            client.submit_task(task_id, "j")
+        round_ = client.schedule()
+        client.complete_task(round_.deltas[0].task)
+        page = client.changes(0)
+    seqs = [change["seq"] for change in page.changes]
+    assert seqs == list(range(1, page.seq + 1))
+    assert not page.more
+    kinds = [change["kind"] for change in page.changes]
+    assert kinds[:6] == ["request"] * 6
+    assert "round" in kinds and "decisions" in kinds
+    placed = [d for c in page.changes if c["kind"] == "decisions" for d in c["deltas"]]
+    assert sorted(d[1] for d in placed) == sorted(d.task for d in round_.deltas)
+
+
+def test_a_change_wakes_a_waiting_request(served: Running) -> None:
+    with Client(served.endpoint, timeout=20) as client:
+        client.add_machines(machines(1))
+        seq = client.status()["seq"]
+        answer: list[object] = []
+        waiter = threading.Thread(
+            target=lambda: answer.append(
+                Client(served.endpoint, timeout=20).changes(seq, wait_s=30)
+            )
+        )
+        waiter.start()
+        while client.status()["watching"] == 0:
+            pass
+        client.submit_task(7, "j")
+        waiter.join(30)
+    (page,) = answer
+    assert [c["body"] for c in page.changes] == [{"task_id": 7, "job_id": "j"}]  # type: ignore[attr-defined]
+
+
+def test_a_wait_that_ends_answers_no_changes(served: Running) -> None:
+    with Client(served.endpoint) as client:
+        seq = client.status()["seq"]
+        page = client.changes(seq, wait_s=0.2)
+        assert (page.changes, page.more, page.seq) == ([], False, seq)
+        with pytest.raises(RequestFailed) as beyond:
+            client.changes(seq + 5)
+        assert beyond.value.status is Status.GONE
+
+
+def test_changes_before_the_last_snapshot_are_gone_after_a_restart(tmp_path: Path) -> None:
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j")
+    running = Running(config)
+    with Client(running.endpoint) as client:
+        client.add_machines(machines(1))
+        client.submit_task(1, "j")
+    running.stop()  # a clean stop writes a snapshot
+    running = Running(config)
+    try:
+        with Client(running.endpoint) as client:
+            with pytest.raises(RequestFailed) as gone:
+                client.changes(0)
+            assert gone.value.status is Status.GONE
+            assert "list the tasks and machines again" in gone.value.reason
+            seq = client.status()["seq"]
+            assert client.status()["changes_after"] == seq
+            client.submit_task(2, "j")
+            assert [c["seq"] for c in client.changes(seq).changes] == [seq + 1]
+    finally:
+        running.stop()
+
+
+def test_a_round_is_fetched_by_its_number_across_a_restart(tmp_path: Path) -> None:
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j")
+    running = Running(config)
+    with Client(running.endpoint, timeout=20) as client:
+        client.add_machines(machines(2))
+        for task_id in range(3):
+            client.submit_task(task_id, "j")
+        answered = client.schedule()
+        assert client.round(answered.round) == answered
+        with pytest.raises(RequestFailed, match="has not been journaled") as unknown:
+            client.round(answered.round + 1)
+        assert unknown.value.status is Status.NOT_FOUND
+    running.stop()
+    running = Running(config)
+    try:
+        with Client(running.endpoint) as client:
+            assert client.round(answered.round) == answered
+    finally:
+        running.stop()
+
+
+def test_only_the_last_manager_to_register_may_write(tmp_path: Path) -> None:
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j")
+    running = Running(config)
+    with (
+        Client(running.endpoint, timeout=20) as first,
+        Client(running.endpoint, timeout=20) as second,
+        Client(running.endpoint, timeout=20) as bystander,
+    ):
+        bystander.add_machines(machines(1))  # nobody registered yet: writes need no epoch
+        bystander.epoch = 5
+        with pytest.raises(RequestFailed, match="never given") as unknown:
+            bystander.submit_task(9, "j")
+        assert unknown.value.status is Status.FENCED
+        bystander.epoch = None
+        old = first.register("a")
+        first.submit_task(1, "j")
+        new = second.register("b")
+        assert new > old
+        for write in (lambda: first.submit_task(2, "j"), first.schedule):
+            with pytest.raises(RequestFailed) as fenced:
+                write()
+            assert fenced.value.status is Status.FENCED
+            assert f"the current epoch is {new}" in fenced.value.reason
+        with pytest.raises(RequestFailed) as without:
+            bystander.submit_task(3, "j")
+        assert without.value.status is Status.FENCED
+        assert [t.task_id for t in first.tasks()] == [1]  # reads are anyone's
+        second.submit_task(4, "j")
+        assert second.schedule().round >= 1
+        again = second.request("register", {"manager": "b"}, request_id="b-again")
+        assert second.request("register", {"manager": "b"}, request_id="b-again") == again
+    running.stop()
+    running = Running(config)
+    try:
+        with Client(running.endpoint) as client:
+            assert client.status()["epoch"] == again["epoch"]
+            client.epoch = new
+            with pytest.raises(RequestFailed) as after_restart:
+                client.submit_task(5, "j")
+            assert after_restart.value.status is Status.FENCED
+    finally:
+        running.stop()
+
+
+def _view_matches(view: ClusterView, client: Client) -> None:
+    listed = {t.task_id: (t.job_id, t.state, t.machine_id) for t in client.tasks()}
+    mirrored = {i: (t.job_id, t.state, t.machine_id) for i, t in view.tasks.items()}
+    assert mirrored == listed
+    assert {m.machine_id: (m.rack_id, m.pod_id, m.slots) for m in client.machines()} == {
+        i: (m.rack_id, m.pod_id, m.slots) for i, m in view.machines.items()
+    }
+
+
+def test_a_view_loaded_while_the_cluster_changes_ends_equal_to_it(served: Running) -> None:
+    """A writer submits, schedules, completes, fails machines and adds them back while a view
+    lists page by page (pages of 3, so the listing spans many changes), then follows."""
+    stop = threading.Event()
+
+    def churn() -> None:
+        rng = random.Random(5)
+        with Client(served.endpoint, timeout=20) as writer:
+            writer.add_machines(machines(6))
+            task_id = 0
+            while not stop.is_set():
+                for _ in range(4):
+                    writer.submit_task(task_id, f"j{task_id % 3}")
+                    task_id += 1
+                for delta in writer.schedule().deltas[:2]:
+                    writer.complete_task(delta.task)
+                if rng.random() < 0.3:
+                    machine = f"m{rng.randrange(6)}"
+                    writer.fail_machine(machine)
+                    (spec,) = [m for m in machines(6) if m.machine_id == machine]
+                    writer.add_machines([spec])
+
+    writer = threading.Thread(target=churn)
+    writer.start()
+    try:
+        with Client(served.endpoint, timeout=20) as client:
+            while client.status()["tasks"] < 20:
+                pass
+            view = ClusterView.load(client, page=3)
+            for _ in range(5):
+                view.catch_up(client)
+    finally:
+        stop.set()
+        writer.join(60)
+    with Client(served.endpoint, timeout=20) as client:
+        view.catch_up(client)
+        assert view.seq == client.status()["seq"]
+        _view_matches(view, client)
+        assert any(t.state is TaskState.RUNNING for t in view.tasks.values())
+
+
+def test_a_view_follows_changes_live(served: Running) -> None:
+    with Client(served.endpoint, timeout=20) as client:
+        client.add_machines(machines(2))
+        view = ClusterView.load(client)
+        client.submit_task(1, "j")
+        client.schedule()
+        followed = view.follow(client, wait_s=5)
+        while view.seq < client.status()["seq"]:
+            next(followed)
+        _view_matches(view, client)
+        assert view.running_on(view.tasks[1].machine_id or "") == [1]
+
+
+def test_a_daemon_on_a_snapshot_keeps_the_epoch(tmp_path: Path) -> None:
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", snapshot_every=2)
+    running = Running(config)
+    with Client(running.endpoint) as client:
+        epoch = client.register("a")
+        client.add_machines(machines(1))
+        client.submit_task(1, "j")
+    running.stop()
+    restarted = SchedulingDaemon(config)
+    try:
+        assert restarted.service.epoch == epoch
+    finally:
+        restarted.close()
