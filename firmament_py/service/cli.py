@@ -80,6 +80,13 @@ __all__ = ["keys", "serve"]
     show_default=True,
     help="Journal records kept for `changes` requests (a manager further behind lists again).",
 )
+@click.option(
+    "--max-intake-lag-ms",
+    type=click.IntRange(0),
+    default=250,
+    show_default=True,
+    help="Refuse writes OVERLOADED (with a retry-after) while requests wait this long unread.",
+)
 @click.option("--max-message-bytes", type=click.IntRange(64), default=1 << 20, show_default=True)
 @click.option("--verbose", "-v", is_flag=True, help="Log the daemon's events to stderr.")
 def serve(
@@ -94,6 +101,7 @@ def serve(
     snapshot_every: int,
     decision_chunk: int,
     watch_window: int,
+    max_intake_lag_ms: int,
     max_message_bytes: int,
     verbose: bool,
 ) -> None:
@@ -118,6 +126,7 @@ def serve(
             snapshot_every=snapshot_every,
             decision_chunk=decision_chunk,
             watch_window=watch_window,
+            max_intake_lag_ms=max_intake_lag_ms,
             max_message_bytes=max_message_bytes,
             curve=curve,
         )

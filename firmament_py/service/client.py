@@ -166,6 +166,13 @@ class ListedMachine:
     """Tasks running on it."""
 
 
+def _retry_after_s(body: Mapping[str, Any]) -> float:
+    """How long an OVERLOADED reply asks to wait before the request is sent again (at most
+    10 s, whatever it says)."""
+    wait_ms = body.get("retry_after_ms", 100)
+    return min(max(wait_ms, 0), 10_000) / 1000 if isinstance(wait_ms, int | float) else 0.1
+
+
 def _resources(resources: Resources) -> dict[str, int]:
     return {
         name: value
@@ -225,12 +232,14 @@ class Client:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """Send one request and return the reply's body; RequestFailed on a status other than
-        OK, DaemonTimeout when every attempt timed out. `request_id` defaults to a fresh one;
+        OK, DaemonTimeout when every attempt timed out. An OVERLOADED reply counts as an
+        attempt: the request is sent again after the wait it names. `request_id` defaults to a
+        fresh one;
         pass the same one again to retry by hand. `timeout` replaces the client's for this
         request (a `changes` request that may wait)."""
         request_id = request_id or self.new_request_id()
         frame = encode_request(request_id, kind, body, self.epoch)
-        for _ in range(self.retries + 1):
+        for attempt in range(self.retries + 1):
             deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
             try:
                 # Blocks while no connection is up (the daemon down, or a CURVE handshake it
@@ -244,6 +253,10 @@ class Client:
                 reply_id, status, reason, reply_body = decode_reply(self._socket.recv())
                 if reply_id != request_id:
                     continue  # the late answer to an attempt given up on
+                if status is Status.OVERLOADED and attempt < self.retries:
+                    # Nothing was applied: the same frame again, once the daemon says to.
+                    time.sleep(_retry_after_s(reply_body))
+                    break
                 if status is not Status.OK:
                     raise RequestFailed(status, reason)
                 return reply_body

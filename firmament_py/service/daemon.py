@@ -62,6 +62,7 @@ from firmament_py.service.keys import AllowedClients, CurveServerKeys, start_aut
 from firmament_py.service.listing import list_machines, list_tasks, round_answer
 from firmament_py.service.protocol import (
     PROTOCOL_VERSION,
+    WRITE_TYPES,
     ProtocolError,
     Status,
     decode_request,
@@ -101,6 +102,9 @@ class DaemonConfig:
     """Larger requests get an INVALID reply; four times as large closes the connection."""
     max_schedule_waiters: int = 1_000
     """`schedule` requests waiting beyond this many get OVERLOADED."""
+    max_intake_lag_ms: int = 250
+    """Writes get OVERLOADED (with a retry-after) while the request loop has gone this long
+    without catching up on its socket (see `SchedulingDaemon._behind_s`)."""
     batch: int = 1_000
     """Requests read per loop turn (then the journal is flushed and replies are sent)."""
     decision_chunk: int = 64
@@ -194,6 +198,8 @@ class SchedulingDaemon:
             self.recovered_records,
         )
         self.rounds = 0
+        self.overloaded = 0
+        """Writes refused OVERLOADED since the start (`status`)."""
         self.started = time.monotonic()
         self._stopping = threading.Event()
         self._round: _Round | None = None
@@ -201,6 +207,7 @@ class SchedulingDaemon:
         self._next_round_waiters: list[tuple[bytes, str]] = []
         self._waiting_ids: set[str] = set()  # `schedule` ids waiting, not yet journaled
         self._last_round_start = 0.0
+        self._caught_up_at: float | None = None  # None: the last turn caught up
         self._round_ids = self.service.rounds.last  # round numbers never repeat
         cut_short = self.service.rounds.current
         if cut_short is not None:
@@ -315,6 +322,8 @@ class SchedulingDaemon:
         ready = dict(self._poller.poll(timeout_ms))
         if self._router in ready:
             self._serve_requests()
+        else:
+            self._caught_up_at = None  # nothing waits in the socket
         if self.link.socket in ready:
             self._serve_worker()
         if self._round is not None and self._round.decided:
@@ -349,15 +358,22 @@ class SchedulingDaemon:
     def _serve_requests(self) -> None:
         replies: list[list[bytes]] = []
         records: list[dict[str, Any]] = []
+        behind = self._behind_s()
+        caught_up = False
         for _ in range(self.config.batch):
             try:
                 frames = self._router.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
+                caught_up = True
                 break
             identity, frames = frames[0], frames[1:]
-            frame = self._reply_or_record(identity, frames, records)
+            frame = self._reply_or_record(identity, frames, records, behind)
             if frame is not None:
                 replies.append([identity, frame])
+        if caught_up:
+            self._caught_up_at = None
+        elif self._caught_up_at is None:
+            self._caught_up_at = time.monotonic()
         self._commit(records)
         self._flush()  # these records, and any chunk's before them: see `_commit`
         for reply in replies:
@@ -379,14 +395,25 @@ class SchedulingDaemon:
             if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
                 gc.freeze()  # see the module docstring
 
+    def _behind_s(self) -> float:
+        """How long the request loop has been reading full turns without emptying its socket
+        (0 if the last turn emptied it): how far its intake lags the clients, roughly. While
+        it is past `max_intake_lag_ms`, writes are answered OVERLOADED unread, which empties
+        the socket fast, instead of being applied ever later."""
+        if self._caught_up_at is None:
+            return 0.0
+        return time.monotonic() - self._caught_up_at
+
     def _reply_or_record(
         self,
         identity: bytes,
         frames: list[bytes],
         records: list[dict[str, Any]],
+        behind_s: float = 0.0,
     ) -> bytes | None:
         """The reply frame to one request (None if it waits for a round); its record, if it
-        changed the state, is appended to `records`."""
+        changed the state, is appended to `records`. A write is refused OVERLOADED while the
+        loop is `behind_s` past its intake bound (`_behind_s`)."""
         if len(frames) != 1:
             return encode_reply("", Status.INVALID, f"expected one frame, got {len(frames)}")
         frame = frames[0]
@@ -411,6 +438,14 @@ class SchedulingDaemon:
         fenced = self.service.fence(request)
         if fenced is not None:
             return encode_reply(request.request_id, fenced.status, fenced.reason, fenced.body)
+        if behind_s * 1000 > self.config.max_intake_lag_ms and request.type in WRITE_TYPES:
+            self.overloaded += 1
+            return encode_reply(
+                request.request_id,
+                Status.OVERLOADED,
+                f"the daemon's intake is {behind_s:.2f} s behind its clients; retry later",
+                {"retry_after_ms": self.config.max_intake_lag_ms},
+            )
         if request.type == "schedule":
             return self._schedule(identity, request.request_id)
         if request.request_id in self._waiting_ids:
@@ -465,7 +500,9 @@ class SchedulingDaemon:
             return None
         if len(self._next_round_waiters) >= self.config.max_schedule_waiters:
             reason = f"{len(self._next_round_waiters)} schedule requests are waiting already"
-            return encode_reply(request_id, Status.OVERLOADED, reason + "; try later")
+            return encode_reply(
+                request_id, Status.OVERLOADED, reason + "; try later", {"retry_after_ms": 100}
+            )
         self._next_round_waiters.append((identity, request_id))
         self._waiting_ids.add(request_id)
         return None
@@ -616,6 +653,7 @@ class SchedulingDaemon:
             "changes_after": self.feed.base,
             "watching": len(self._watches),
             "rounds": self.rounds,
+            "overloaded": self.overloaded,
             "round_in_flight": self._round is not None,
             "machines": len(cluster.machines),
             "tasks": len(cluster.tasks),
