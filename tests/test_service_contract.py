@@ -64,6 +64,7 @@ def test_a_batch_holds_state_changing_requests_only(kind: str) -> None:
 def test_every_state_changing_request_may_be_in_a_batch() -> None:
     bodies: dict[str, dict[str, Any]] = {
         "task_submitted": {"task_id": 1, "job_id": "j"},
+        "task_started": {"task_id": 1},
         "task_completed": {"task_id": 1},
         "task_failed": {"task_id": 1},
         "task_removed": {"task_id": 1},

@@ -81,6 +81,13 @@ __all__ = ["keys", "serve"]
     help="Journal records kept for `changes` requests (a manager further behind lists again).",
 )
 @click.option(
+    "--lease-ms",
+    type=click.IntRange(1),
+    default=None,
+    help="Return a placed task to the queue unless its start is confirmed (task_started) "
+    "within this many ms (default: placements need no confirmation).",
+)
+@click.option(
     "--max-intake-lag-ms",
     type=click.IntRange(0),
     default=250,
@@ -101,6 +108,7 @@ def serve(
     snapshot_every: int,
     decision_chunk: int,
     watch_window: int,
+    lease_ms: int | None,
     max_intake_lag_ms: int,
     max_message_bytes: int,
     verbose: bool,
@@ -126,6 +134,7 @@ def serve(
             snapshot_every=snapshot_every,
             decision_chunk=decision_chunk,
             watch_window=watch_window,
+            lease_ms=lease_ms,
             max_intake_lag_ms=max_intake_lag_ms,
             max_message_bytes=max_message_bytes,
             curve=curve,

@@ -346,6 +346,11 @@ class Client:
             body["selectors"] = selectors
         return int(self.request("task_submitted", body)["seq"])
 
+    def confirm_task(self, task_id: int) -> int:
+        """Tell the daemon a task it placed has started (`task_started`): under a daemon run
+        with `--lease-ms`, a placement not confirmed in time returns the task to the queue."""
+        return int(self.request("task_started", {"task_id": task_id})["seq"])
+
     def complete_task(self, task_id: int) -> int:
         return int(self.request("task_completed", {"task_id": task_id})["seq"])
 

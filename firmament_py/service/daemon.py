@@ -44,21 +44,20 @@ import shutil
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
-from firmament_py.sdk.discovery import unknown_policy
-from firmament_py.service.changes import DEFAULT_WATCH_WINDOW, ChangeFeed, Watches
+from firmament_py.service.changes import ChangeFeed, Watches
 from firmament_py.service.clock import DaemonClock
-from firmament_py.service.endpoints import TRANSPORTS, is_loopback, open_ipv6
+from firmament_py.service.daemon_config import DaemonConfig, DaemonError, check_config
+from firmament_py.service.endpoints import is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError
-from firmament_py.service.keys import AllowedClients, CurveServerKeys, start_authenticator
+from firmament_py.service.keys import AllowedClients, start_authenticator
 from firmament_py.service.listing import list_machines, list_tasks, round_answer
 from firmament_py.service.protocol import (
     PROTOCOL_VERSION,
@@ -69,50 +68,12 @@ from firmament_py.service.protocol import (
     encode_reply,
 )
 from firmament_py.service.rounds import RoundAnswer
-from firmament_py.service.state import DEFAULT_DEDUP_WINDOW, ServiceState
+from firmament_py.service.state import ServiceState
 from firmament_py.service.worker_link import WorkerLink, WorkerLinkError
-from firmament_py.solvers.registry import solver_factory
 
 __all__ = ["DaemonConfig", "DaemonError", "SchedulingDaemon", "is_loopback"]
 
 _log = logging.getLogger(__name__)
-
-
-class DaemonError(Exception):
-    """The daemon cannot start as configured (an insecure bind, an unusable journal)."""
-
-
-@dataclass(frozen=True)
-class DaemonConfig:
-    """How a daemon serves. Addresses are ZeroMQ endpoints (`tcp://127.0.0.1:7100`)."""
-
-    bind: str
-    journal: Path
-    policy: str = "trivial"
-    solver: str = "cost-scaling"
-    solver_options: Mapping[str, Any] = field(default_factory=dict)
-    publish: str | None = None
-    """Where to publish every round's deltas (a PUB socket), if anywhere."""
-    auto_schedule_ms: int | None = None
-    """Run a round this often on its own (besides `schedule` requests)."""
-    fsync: str = "always"
-    snapshot_every: int = 100_000
-    """Write a snapshot after this many records."""
-    max_message_bytes: int = 1 << 20
-    """Larger requests get an INVALID reply; four times as large closes the connection."""
-    max_schedule_waiters: int = 1_000
-    """`schedule` requests waiting beyond this many get OVERLOADED."""
-    max_intake_lag_ms: int = 250
-    """Writes get OVERLOADED (with a retry-after) while the request loop has gone this long
-    without catching up on its socket (see `SchedulingDaemon._behind_s`)."""
-    batch: int = 1_000
-    """Requests read per loop turn (then the journal is flushed and replies are sent)."""
-    decision_chunk: int = 64
-    """A round's decisions applied per loop turn (a round's migrations go in one chunk)."""
-    dedup_window: int = DEFAULT_DEDUP_WINDOW
-    watch_window: int = DEFAULT_WATCH_WINDOW
-    """Journal records kept for `changes` requests."""
-    curve: CurveServerKeys | None = None
 
 
 _READS = {"tasks": list_tasks, "machines": list_machines, "round": round_answer}
@@ -139,28 +100,7 @@ class SchedulingDaemon:
     """The daemon; `serve()` runs its loop in the calling thread until `stop()`."""
 
     def __init__(self, config: DaemonConfig) -> None:
-        for endpoint in (config.bind, config.publish):
-            # ZeroMQ's transports a daemon serves on; anything else would read as "not
-            # loopback" below, which is not what is wrong with it.
-            if endpoint is not None and urlsplit(endpoint).scheme not in TRANSPORTS:
-                raise DaemonError(
-                    f"{endpoint!r} is not a ZeroMQ endpoint: use tcp://HOST:PORT or ipc://PATH"
-                )
-        # The scheduling process builds the policy and the solver: one it cannot build would
-        # exit at start, again and again, and never schedule.
-        if (problem := unknown_policy(config.policy)) is not None:
-            raise DaemonError(problem)
-        try:
-            solver_factory(config.solver, **config.solver_options)
-        except ValueError as error:
-            raise DaemonError(str(error)) from error
-        if not is_loopback(config.bind) and config.curve is None:
-            raise DaemonError(
-                f"binding {config.bind} reaches beyond this machine: give CURVE keys "
-                "(--curve-keys DIR, made by `firmament-py keys generate`)"
-            )
-        if config.publish is not None and not is_loopback(config.publish) and not config.curve:
-            raise DaemonError(f"publishing on {config.publish} needs CURVE keys too")
+        check_config(config)
         self.config = config
         # A start that fails after this point removes a journal directory it made itself (it
         # holds nothing acknowledged), rather than leave an empty one behind.
@@ -328,6 +268,11 @@ class SchedulingDaemon:
             self._serve_worker()
         if self._round is not None and self._round.decided:
             self._apply_chunk()
+        if self.config.lease_ms is not None:
+            expired = self.service.expire_leases(self._now(), self.config.lease_ms)
+            if expired is not None:
+                _log.info("%d placements were not confirmed in time", len(expired["deltas"]))
+                self._commit([expired])  # flushed with the next replies, as a chunk is
         if self._watches.next_deadline_s() == 0:
             self._flush()  # answers the `changes` requests whose wait ended
         code = self.link.exited()
@@ -592,7 +537,7 @@ class SchedulingDaemon:
         elapsed_ms = (time.monotonic() - current.started) * 1000
         try:
             record, finished = self.service.apply_round_chunk(
-                self.config.decision_chunk, self._now(), elapsed_ms
+                self.config.decision_chunk, self._now(), elapsed_ms, self.config.lease_ms
             )
         except Exception as error:  # a bug: the rest of the round is lost, serving goes on
             _log.exception("applying a round's decisions failed")
@@ -654,6 +599,8 @@ class SchedulingDaemon:
             "watching": len(self._watches),
             "rounds": self.rounds,
             "overloaded": self.overloaded,
+            "unconfirmed": self.service.leases.unconfirmed(cluster),
+            "lease_expired": self.service.leases.expired,
             "round_in_flight": self._round is not None,
             "machines": len(cluster.machines),
             "tasks": len(cluster.tasks),

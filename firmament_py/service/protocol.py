@@ -263,6 +263,7 @@ REQUEST_FIELDS: Mapping[str, FieldSpec] = {
         "labels": (_labels, False),
         "selectors": (_selectors, False),
     },
+    "task_started": {"task_id": (_task_id, True)},
     "task_completed": {"task_id": (_task_id, True)},
     "task_failed": {"task_id": (_task_id, True), "reason": (_text, False)},
     "task_removed": {"task_id": (_task_id, True)},
@@ -514,6 +515,8 @@ def events_of(kind: str, body: Mapping[str, Any], time: Time) -> list[ClusterEve
                 selectors=tuple(map(_selector, body["selectors"])) if "selectors" in body else (),
             )
         ]
+    if kind == "task_started":
+        return []  # a placement confirmed: the daemon's lease is kept, no task changes
     if kind == "task_completed":
         return [TaskCompleted(time=time, task_id=task_id)]
     if kind == "task_failed":

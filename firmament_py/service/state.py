@@ -32,13 +32,12 @@ id through its requests' (`ID/0`, ...): neither may name another request either.
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from firmament_py.flow.placement import DeltaKind, SchedulingDelta
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.errors import ClusterError
 from firmament_py.model.events import (
@@ -49,7 +48,10 @@ from firmament_py.model.events import (
     TaskSubmitted,
 )
 from firmament_py.model.ids import Time
+from firmament_py.model.states import TaskState
 from firmament_py.scheduler.decisions import Decision, DecisionOutcome, apply_decisions
+from firmament_py.service.digests import SCHEDULE_DIGEST, digest_of, register_digest
+from firmament_py.service.leases import LeaseBook
 from firmament_py.service.protocol import (
     STATE_CHANGING_TYPES,
     WRITE_TYPES,
@@ -84,34 +86,7 @@ DEFAULT_DEDUP_WINDOW = 200_000
 
 _Applied = tuple[int, int | None]
 """What is remembered of an applied request id: its record's seq and the request's digest
-(`_digest`; None for an id restored from a snapshot written before digests were kept)."""
-
-
-def _digest(kind: str, body: Mapping[str, Any]) -> int:
-    """A digest of a request that every process computes alike (snapshots keep it), from its
-    type and body as the protocol checked them or a record holds them. For a task submitted
-    with nothing but its job, or a task removed (`protocol.is_plain`: most of the traffic), it
-    is the task id, negated for a removal: cheap (`ServiceState._apply` inlines it), and enough
-    to tell another task's request apart, though not the same task under another job. Any
-    other request's is a CRC of its canonical JSON, plus 2^64 to keep it apart from those."""
-    task_id = body.get("task_id")
-    if type(task_id) is int and len(body) <= 2:
-        if kind == "task_submitted" and len(body) == 2 and "job_id" in body:
-            return task_id
-        if kind == "task_removed" and len(body) == 1:
-            return -1 - task_id
-    text = json.dumps([kind, body], sort_keys=True, separators=(",", ":"), default=_json_value)
-    return (1 << 64) + zlib.crc32(text.encode())
-
-
-def _json_value(value: object) -> object:
-    """What JSON has no type for, as what a journal round trip makes of it (msgpack writes
-    every mapping as a map, and bytes stay bytes): the same digest before and after."""
-    if isinstance(value, Mapping):
-        return dict(value)
-    if isinstance(value, bytes | bytearray):
-        return {"bytes": bytes(value).hex()}
-    raise TypeError(f"a request body cannot hold {type(value).__name__} values")
+(`digests.digest_of`; None for an id restored from a snapshot written before digests were kept)."""
 
 
 _OK, _INVALID = Status.OK.value, Status.INVALID.value
@@ -136,17 +111,6 @@ class ScheduleRetry:
     the answer of the round in progress (the round it waited for, cut short by a restart)."""
 
     reply: Reply | None
-
-
-_SCHEDULE_DIGEST = _digest("schedule", {})
-
-
-def _register_digest(manager: str) -> int:
-    """The digest a `register` request's id is remembered with."""
-    return _digest("register", {"manager": manager})
-
-
-"""The digest a `schedule` request's id is remembered with."""
 
 
 def _used_before(request_id: str, seq: int, what: str = "a different request") -> Reply:
@@ -174,6 +138,7 @@ class ServiceState:
         self._replica = StateReplica(self.cluster)
         self._applied: OrderedDict[str, _Applied] = OrderedDict()
         self.rounds = RoundBook()
+        self.leases = LeaseBook()
         self.epoch = 0
         """The current writers' epoch: the record of the last `register` (0: none yet, and
         writes need no epoch)."""
@@ -189,6 +154,7 @@ class ServiceState:
             "applied": applied,
             "rounds": self.rounds.snapshot(),
             "epoch": self.epoch,
+            "leases": self.leases.snapshot(),
         }
 
     @classmethod
@@ -201,6 +167,8 @@ class ServiceState:
         if "rounds" in payload:  # older snapshots kept no rounds: numbering starts again at 1
             service.rounds = RoundBook.restore(payload["rounds"])
         service.epoch = payload.get("epoch", 0)  # older snapshots: nobody had registered
+        if "leases" in payload:  # older snapshots: no lease was ever given
+            service.leases = LeaseBook.restore(payload["leases"])
         return service
 
     def replay(self, records: Iterable[Mapping[str, Any]]) -> int:
@@ -223,13 +191,18 @@ class ServiceState:
             replay(self._replica, record)
             self.seq = record["seq"]
             if kind == "request":
-                digest = _digest(record["type"], record["body"])
+                digest = digest_of(record["type"], record["body"])
                 self._remember(record["id"], record["seq"], digest)
+                if record["type"] == "task_started":
+                    self.leases.confirm(record["body"]["task_id"])
             elif kind == "epoch":
                 self.epoch = record["seq"]
-                self._remember(record["id"], record["seq"], _register_digest(record["manager"]))
+                self._remember(record["id"], record["seq"], register_digest(record["manager"]))
             elif chunk:
                 self.rounds.advance(record)
+                self.leases.take_chunk(record)
+            elif record.get("expired"):
+                self.leases.take_expiry(record)
             count += 1
         return count
 
@@ -266,7 +239,7 @@ class ServiceState:
         """A manager registers (`register`): it gets a new epoch, the sequence number of the
         record made, and from now on every write must carry it (`fence`). A retry gets the
         same epoch again; the record to journal is None for a retry or a refusal."""
-        digest = _register_digest(request.body["manager"])
+        digest = register_digest(request.body["manager"])
         known = self._applied.get(request.request_id)
         if known is not None:
             seq, first_digest = known
@@ -332,11 +305,11 @@ class ServiceState:
         """`apply_request` as plain values (status value, reason, reply body, record): a batch
         makes no objects per request it applies."""
         plain = is_plain(kind, body)
-        if plain:  # `_digest`, inlined for most of the traffic
+        if plain:  # `digest_of`, inlined for most of the traffic
             task_id = body["task_id"]
             digest = task_id if kind == "task_submitted" else -1 - task_id
         else:
-            digest = _digest(kind, body)
+            digest = digest_of(kind, body)
         known = self._applied.get(request_id)
         if known is not None:
             seq, first_digest = known
@@ -354,6 +327,11 @@ class ServiceState:
             advance_clock(self.cluster, time)
             apply_plain(self._replica, kind, body, time)
         else:
+            if kind == "task_started":  # changes no task: a lease is kept (`leases`)
+                refused = self._start_refusal(body["task_id"])
+                if refused is not None:
+                    return refused
+                self.leases.confirm(body["task_id"])
             try:
                 events = events_of(kind, body, time)
             except (ValueError, TypeError) as error:
@@ -403,6 +381,15 @@ class ServiceState:
             return _ALREADY_EXISTS, f"task {task_id} already exists", {}, None
         if kind == "task_removed" and not exists:
             return _NOT_FOUND, f"no task {task_id}", {}, None
+        return None
+
+    def _start_refusal(self, task_id: int) -> tuple[str, str, dict[str, Any], None] | None:
+        """The refusal of confirming that task `task_id` started, unless it runs."""
+        task = self.cluster.tasks.get(task_id)
+        if task is None:
+            return _NOT_FOUND, f"no task {task_id}", {}, None
+        if task.state is not TaskState.RUNNING:
+            return _INVALID, f"task {task_id} is {task.state.value}, not running", {}, None
         return None
 
     def _refusal(self, events: list[ClusterEvent]) -> Reply | None:
@@ -492,16 +479,17 @@ class ServiceState:
     def _begin(self, record: Mapping[str, Any]) -> RoundAnswer | None:
         answer = self.rounds.begin(record)
         for request_id in record["ids"]:
-            self._remember(request_id, record["seq"], _SCHEDULE_DIGEST)
+            self._remember(request_id, record["seq"], SCHEDULE_DIGEST)
         return answer
 
     def apply_round_chunk(
-        self, size: int, time: Time, round_ms: float
+        self, size: int, time: Time, round_ms: float, lease_ms: int | None = None
     ) -> tuple[dict[str, Any], RoundAnswer | None]:
         """Apply the next chunk (up to `size` decisions) of the round in progress at `time`:
         the record to journal (written even if the state refused every decision, so that a
         recovery knows they were tried), and the round's answer if this was its last chunk
-        (`round_ms` is then its time)."""
+        (`round_ms` is then its time). With `lease_ms`, the tasks it places or moves hold a
+        lease until confirmed (`leases`)."""
         current = self.rounds.current
         if current is None:
             raise ValueError("no round is in progress")
@@ -519,8 +507,29 @@ class ServiceState:
         }
         if record["done"] == len(current.deltas):
             record["round_ms"] = round_ms
+        if lease_ms is not None:
+            record["lease_ms"] = lease_ms
         self.seq += 1
+        self.leases.take_chunk(record)
         return record, self.rounds.advance(record)
+
+    def expire_leases(self, time: Time, lease_ms: int) -> dict[str, Any] | None:
+        """Preempt the tasks whose lease (`leases`) came due by `time` unconfirmed: the record
+        to journal (`decisions`, marked `expired`), or None if none came due."""
+        due = self.leases.due(self.cluster, time, lease_ms * 1000)
+        if not due:
+            return None
+        decisions: list[Decision] = [
+            SchedulingDelta(DeltaKind.PREEMPT, task_id, machine, None) for task_id, machine in due
+        ]
+        outcome, record = self.apply_decisions(decisions, time)
+        for refused in outcome.refused:  # cannot happen: each runs where it was leased
+            self.leases.confirm(refused.decision.task)
+        if record is None:
+            return None
+        record["expired"] = True
+        self.leases.take_expiry(record)
+        return record
 
     def abort_round(self, reason: str, time: Time) -> tuple[dict[str, Any], RoundAnswer]:
         """End the round in progress with an error (applying it failed: a bug), keeping what
@@ -555,7 +564,7 @@ class ServiceState:
                 None if batch is None else ScheduleRetry(_used_before(request_id, batch, "a batch"))
             )
         seq, digest = known
-        if digest != _SCHEDULE_DIGEST:
+        if digest != SCHEDULE_DIGEST:
             return ScheduleRetry(_used_before(request_id, seq))
         if self.rounds.round_of(request_id) is None:
             return ScheduleRetry(
