@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import random
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -22,7 +24,14 @@ import pytest
 from firmament_py.flow.placement import DeltaKind, SchedulingDelta
 from firmament_py.model.resources import Resources
 from firmament_py.model.states import TaskState
-from firmament_py.service import Client, ListedTask, MachineSpec, RoundReply
+from firmament_py.service import (
+    Client,
+    DaemonConfig,
+    ListedTask,
+    MachineSpec,
+    RoundReply,
+    SchedulingDaemon,
+)
 from firmament_py.service.journal import Journal
 from firmament_py.service.state import ServiceState
 
@@ -167,8 +176,9 @@ class ScriptedDaemon:
     ) -> None:
         self.rounds = rounds
         self.wait_for = wait_for or {}
-        self.round = 0
+        self.asked = 0
         self.reports: list[tuple[str, int]] = []
+        self.confirmed: list[int] = []  # each start the manager confirmed
 
     def add_machines(self, machines: Iterable[MachineSpec]) -> int:
         return 1
@@ -197,14 +207,24 @@ class ScriptedDaemon:
         self.reports.append(("removed", task_id))
         return 1
 
+    def register(self, manager: str) -> int:
+        return 1
+
+    def confirm_task(self, task_id: int) -> int:
+        self.confirmed.append(task_id)
+        return 1
+
+    def round(self, round_id: int) -> RoundReply:
+        raise AssertionError("the scripted rounds have no gaps")
+
     def schedule(self) -> RoundReply:
         deadline = time.monotonic() + 20
-        while not all(path.exists() for path in self.wait_for.get(self.round, [])):
-            assert time.monotonic() < deadline, f"round {self.round} waited too long"
+        while not all(path.exists() for path in self.wait_for.get(self.asked, [])):
+            assert time.monotonic() < deadline, f"round {self.asked} waited too long"
             time.sleep(0.01)
-        deltas = self.rounds[self.round] if self.round < len(self.rounds) else []
-        self.round += 1
-        return RoundReply(self.round, deltas, [], 0, "scripted", {}, [], 0)
+        deltas = self.rounds[self.asked] if self.asked < len(self.rounds) else []
+        self.asked += 1
+        return RoundReply(self.asked, deltas, [], 0, "scripted", {}, [], 0)
 
     def status(self) -> dict[str, Any]:
         return {"running": 0, "waiting": 0}
@@ -255,6 +275,7 @@ def test_preempt_and_migrate_stop_the_process_and_start_it_where_the_daemon_says
     assert summary.ok, log
     # Only the last attempts' exits were reported, once each; nothing failed.
     assert sorted(daemon.reports) == [("completed", 1), ("completed", 2)], log
+    assert sorted(daemon.confirmed) == [1, 1, 2, 2], log  # every start confirmed
     first, second = summary.tasks
     assert (first.attempts, first.machines, first.preemptions) == (2, ["m0", "m1"], 1)
     assert (second.attempts, second.machines, second.migrations) == (2, ["m1", "m0"], 1)
@@ -295,3 +316,111 @@ def test_quincy_migrates_a_task_towards_its_data(example: Any, tmp_path: Path) -
     assert small.machines == ["local-0"], log
     assert (big.machines, big.migrations) == (["local-1", "local-0"], 1), log
     assert summary.deltas == {DeltaKind.PLACE: 2, DeltaKind.PREEMPT: 0, DeltaKind.MIGRATE: 1}
+
+
+def test_rounds_the_daemon_ran_on_its_own_are_fetched_and_obeyed(
+    example: Any, tmp_path: Path
+) -> None:
+    """A daemon that also schedules every 30 ms (`--auto-schedule-ms`): rounds no request of
+    the manager waited for are fetched by their numbers and their PLACEs obeyed, so every task
+    still runs once and the daemon agrees."""
+    config = DaemonConfig(
+        bind="tcp://127.0.0.1:*", journal=tmp_path / "journal", auto_schedule_ms=30
+    )
+    daemon = SchedulingDaemon(config)
+    thread = threading.Thread(target=daemon.serve, daemon=True)
+    thread.start()
+    out = io.StringIO()
+    try:
+        with Client(daemon.endpoint, timeout=10.0) as client:
+            jobs = example.demo_jobs(2, 3, failures=0, seconds=0.3)
+            manager = example.ClusterManager(
+                client, example.demo_machines(2, 2), jobs, tmp_path / "m", out=out, timeout=60
+            )
+            summary = manager.run()
+    finally:
+        daemon.stop()
+        thread.join(30)
+    log = out.getvalue()
+    assert summary.ok and summary.daemon_agrees, log
+    assert all(run.attempts == 1 for run in summary.tasks), log
+
+
+class GappedDaemon(ScriptedDaemon):
+    """Answers its first `schedule` as round 1 and the later ones from round 3 on: round 2,
+    which placed task 2, ran without the manager and is there to be fetched by number."""
+
+    def __init__(self) -> None:
+        super().__init__([[SchedulingDelta(DeltaKind.PLACE, 1, None, "m0")]])
+        self.fetched: list[int] = []
+
+    def schedule(self) -> RoundReply:
+        reply = super().schedule()
+        number = 1 if reply.round == 1 else reply.round + 1
+        return dataclasses.replace(reply, round=number)
+
+    def round(self, round_id: int) -> RoundReply:
+        self.fetched.append(round_id)
+        place = [SchedulingDelta(DeltaKind.PLACE, 2, None, "m1")]
+        return RoundReply(round_id, place, [], 0, "scripted", {}, [], 0)
+
+
+def test_a_round_that_ran_without_the_manager_is_fetched_and_obeyed(
+    example: Any, tmp_path: Path
+) -> None:
+    tasks = tuple(
+        example.TaskSpec(task_id, "job", (sys.executable, "-c", "pass"), Resources())
+        for task_id in (1, 2)
+    )
+    daemon = GappedDaemon()
+    out = io.StringIO()
+    manager = example.ClusterManager(
+        daemon, [], [example.JobSpec("job", tasks)], tmp_path, out=out, timeout=30.0
+    )
+    summary = manager.run()
+    log = out.getvalue()
+    assert summary.ok, log
+    assert daemon.fetched == [2], log
+    assert "round 2 ran without this manager: fetched by its number" in log
+    assert [run.machines for run in summary.tasks] == [["m0"], ["m1"]], log
+    assert sorted(daemon.confirmed) == [1, 2], log
+
+
+def test_the_manager_converges_through_daemon_crashes_in_the_middle_of_rounds(
+    example: Any, tmp_path: Path
+) -> None:
+    """The daemon, a separate process applying one decision per turn, is killed with SIGKILL
+    three times at random moments while the manager runs (mid-round or not: a round spans
+    many turns here), and restarted on its journal: the manager's retries, answered by the
+    rounds the restarted daemon finishes, leave every task run once and the daemon agreeing,
+    task by task."""
+    from .test_service_crash import start_daemon
+    from .test_service_daemon import _free_port
+
+    journal, port = tmp_path / "journal", _free_port()
+    options = ("--decision-chunk", "1")
+    process = start_daemon(journal, port, *options)
+    out = io.StringIO()
+    outcome: list[Any] = []
+    with Client(f"tcp://127.0.0.1:{port}", timeout=2.0, retries=60) as client:
+        jobs = example.demo_jobs(3, 4, failures=1, seconds=0.4)
+        manager = example.ClusterManager(
+            client, example.demo_machines(3, 2), jobs, tmp_path / "m", out=out, timeout=120
+        )
+        runner = threading.Thread(target=lambda: outcome.append(manager.run()))
+        runner.start()
+        rng = random.Random(35)
+        try:
+            for _ in range(3):
+                time.sleep(rng.uniform(0.3, 1.2))
+                process.kill()
+                process.wait(10)
+                process = start_daemon(journal, port, *options)
+            runner.join(120)
+        finally:
+            process.terminate()
+            process.wait(30)
+    log = out.getvalue()
+    (summary,) = outcome
+    assert summary.ok and summary.daemon_agrees and not summary.disagreements, log
+    assert all(run.attempts == 1 for run in summary.tasks), log

@@ -114,8 +114,17 @@ class DaemonAPI(Protocol):
     def remove_task(self, task_id: int) -> int:
         """Withdraw a task."""
 
+    def register(self, manager: str) -> int:
+        """Take over as the daemon's one manager: writes of any earlier one are refused."""
+
+    def confirm_task(self, task_id: int) -> int:
+        """Say a placed task started (under a daemon run with --lease-ms)."""
+
     def schedule(self) -> RoundReply:
         """Run a round and return its deltas."""
+
+    def round(self, round_id: int) -> RoundReply:
+        """A past round's answer, by its number."""
 
     def status(self) -> dict[str, Any]:
         """The daemon's health and counts."""
@@ -400,6 +409,8 @@ class ClusterManager:
         deadline = self._started + self.timeout
         timed_out = False
         try:
+            epoch = self.daemon.register("examples/cluster_manager")
+            self.log(f"registered as the daemon's manager: epoch {epoch}")
             self.register_machines()
             changed = True
             last_round = float("-inf")
@@ -480,12 +491,27 @@ class ClusterManager:
     def apply_round(self, reply: RoundReply) -> None:
         """Obey one round's deltas (preemptions, migrations, placements: the order the daemon
         applied them in)."""
+        if self._last_round_id is not None:
+            for missed in range(self._last_round_id + 1, reply.round):
+                self._fetch_round(missed)
+        self._obey(reply)
+
+    def _fetch_round(self, round_id: int) -> None:
+        """Obey a round that ran without this manager asking (the daemon's own rounds, or
+        another client's), fetched by its number; a number no round answered is skipped."""
+        try:
+            missed = self.daemon.round(round_id)
+        except RequestFailed as error:
+            if error.status is not Status.NOT_FOUND:
+                raise
+            if "no longer kept" in error.reason:
+                self.log(f"round {round_id} ran without this manager and is lost: {error.reason}")
+            return  # a round that decided nothing nobody waited for is never numbered
+        self.log(f"round {round_id} ran without this manager: fetched by its number")
+        self._obey(missed)
+
+    def _obey(self, reply: RoundReply) -> None:
         self.rounds += 1
-        if self._last_round_id is not None and reply.round > self._last_round_id + 1:
-            self.log(
-                f"rounds {self._last_round_id + 1}-{reply.round - 1} ran without this manager: "
-                "their deltas went elsewhere (is the daemon scheduling on its own?)"
-            )
         self._last_round_id = reply.round
         if reply.deltas:
             self.log(
@@ -542,6 +568,16 @@ class ClusterManager:
             f"  {why:<7} {self._name(run.spec.task_id)} on {machine}: pid {run.process.pid}, "
             f"{run.spec.description}{attempt}"
         )
+        try:
+            self.daemon.confirm_task(run.spec.task_id)
+        except RequestFailed as error:
+            if error.status not in (Status.INVALID, Status.NOT_FOUND):
+                raise
+            # Not running there any more (its lease ran out first): the daemon placed it
+            # back in the queue, so this start must not go on.
+            self._stop_process(run)
+            run.outcome, run.machine = Outcome.SUBMITTED, None
+            self.log(f"  STOPPED {self._name(run.spec.task_id)}: {error.reason}")
 
     def _stop_process(self, run: TaskRun) -> int | None:
         """Terminate the task's process (kill it if it lingers); its exit status if it had

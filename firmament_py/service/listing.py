@@ -78,10 +78,14 @@ def round_answer(service: ServiceState, body: Mapping[str, Any]) -> Reply:
         why = "is in progress: ask again when it is answered"
     elif round_id > rounds.last:
         why = f"has not been journaled (the last round journaled is {rounds.last:,})"
+    elif rounds.oldest_kept is not None and round_id < rounds.oldest_kept:
+        why = (
+            f"is no longer kept (the last {rounds.kept_answers:,} rounds' answers are, from "
+            f"round {rounds.oldest_kept:,}): list the tasks to see where it put them"
+        )
     else:
         why = (
-            "decided nothing that anybody waited for, or failed, or its answer is no longer "
-            f"kept (the last {rounds.kept_answers:,} rounds' are): list the tasks to see where "
-            "it put them"
+            "was never journaled: it decided nothing that anybody waited for, or it failed "
+            "(round numbers may skip)"
         )
     return Reply(Status.NOT_FOUND, f"round {round_id:,} {why}")

@@ -245,6 +245,11 @@ class RoundBook:
         is kept."""
         return self._by_request.get(request_id)
 
+    @property
+    def oldest_kept(self) -> int | None:
+        """The number of the oldest round whose answer is kept (None if none is)."""
+        return next(iter(self._answers), None)
+
     def answer_of(self, round_id: int) -> RoundAnswer | None:
         """The kept answer of round `round_id` (None if it is in progress, was never journaled,
         or is no longer kept)."""
