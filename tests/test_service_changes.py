@@ -10,14 +10,20 @@ import random
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from firmament_py.flow.placement import DeltaKind, SchedulingDelta
 from firmament_py.model.states import TaskState
 from firmament_py.service import Client, DaemonConfig, RequestFailed, SchedulingDaemon, Status
 from firmament_py.service.changes import ChangeFeed, FeedGone, Watches
-from firmament_py.service.protocol import ProtocolError, decode_request, encode_request
-from firmament_py.service.view import ClusterView
+from firmament_py.service.listing import list_machines, list_tasks
+from firmament_py.service.protocol import ProtocolError, Request, decode_request, encode_request
+from firmament_py.service.state import ServiceState
+from firmament_py.service.view import ClusterView, ViewMachine, ViewTask
 
 from .test_service_daemon import Running, machines
 
@@ -293,3 +299,103 @@ def test_a_daemon_on_a_snapshot_keeps_the_epoch(tmp_path: Path) -> None:
         assert restarted.service.epoch == epoch
     finally:
         restarted.close()
+
+
+# ---------------------------------------------------------------------- the view, by property
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(
+            ["submit", "complete", "fail", "remove", "place", "preempt", "migrate", "machine"]
+        ),
+        st.integers(0, 7),
+        st.integers(0, 2),
+    ),
+    max_size=40,
+)
+
+
+def _records_of(ops: list[tuple[str, int, int]]) -> tuple[ServiceState, list[dict[str, Any]]]:
+    """Apply `ops` to a fresh state (what the state refuses is left out): a task op on task
+    `n`, a decision to machine `m{k}`, "machine" fails machine `m{k}` and adds it back."""
+    service = ServiceState()
+    records: list[dict[str, Any]] = []
+    now = 0
+
+    def write(kind: str, body: dict[str, Any]) -> None:
+        nonlocal now
+        now += 1
+        _, record = service.apply_request(Request(f"r{now}", kind, body), now)
+        if record is not None:
+            records.append(record)
+
+    def machine(name: str) -> dict[str, Any]:
+        rack = f"r{name[-1] != '0'}"
+        return {"machine_id": name, "capacity": {}, "slots": 2, "rack_id": rack}
+
+    write("node_added", {"machines": [machine(f"m{k}") for k in range(3)]})
+    for op, n, k in ops:
+        task = service.cluster.tasks.get(n)
+        if op == "submit":
+            write("task_submitted", {"task_id": n, "job_id": f"j{n % 2}"})
+        elif op in ("complete", "fail", "remove"):
+            write(
+                {"complete": "task_completed", "fail": "task_failed"}.get(op, "task_removed"),
+                {"task_id": n},
+            )
+        elif op == "machine":
+            write("node_failed", {"machine_id": f"m{k}"})
+            write("node_added", {"machines": [machine(f"m{k}")]})
+        elif task is not None:
+            kind = {"place": DeltaKind.PLACE, "preempt": DeltaKind.PREEMPT}.get(
+                op, DeltaKind.MIGRATE
+            )
+            source = task.machine_id if kind is not DeltaKind.PLACE else None
+            target = None if kind is DeltaKind.PREEMPT else f"m{k}"
+            if (kind is DeltaKind.PLACE) != (task.machine_id is None) or source == target:
+                continue  # not a decision at all (the state refuses the rest)
+            now += 1
+            _, record = service.apply_decisions([SchedulingDelta(kind, n, source, target)], now)
+            if record is not None:
+                records.append(record)
+    return service, records
+
+
+def _listed(service: ServiceState) -> ClusterView:
+    """The view a listing of `service` gives (at its sequence number)."""
+    view = ClusterView(service.seq)
+    for task_id, job_id, state, machine_id in list_tasks(service, {"limit": 10_000}).body["tasks"]:
+        view.tasks[task_id] = ViewTask(job_id, TaskState(state), machine_id)
+    for machine_id, rack, pod, slots, _ in list_machines(service, {}).body["machines"]:
+        view.machines[machine_id] = ViewMachine(rack, pod, slots)
+    return view
+
+
+def _same(a: ClusterView, b: ClusterView) -> bool:
+    return (a.seq, a.tasks, a.machines) == (b.seq, b.tasks, b.machines)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops=_OPS, data=st.data())
+def test_a_listing_then_the_changes_since_an_earlier_seq_give_the_final_state(
+    ops: list[tuple[str, int, int]], data: st.DataObject
+) -> None:
+    """The claim `ClusterView.load` rests on (docs/protocol.md, "List, then follow"): a
+    listing taken at any point, with every change after an earlier sequence number applied
+    over it in order, gives the daemon's final state; so does following every change from an
+    empty view."""
+    service, records = _records_of(ops)
+    final = _listed(service)
+    from_scratch = ClusterView()
+    for record in records:
+        from_scratch.apply(record)
+    assert _same(from_scratch, final)
+    listed_at = data.draw(st.integers(0, len(records)), label="listing after record")
+    follow_from = data.draw(st.integers(0, listed_at), label="following from record")
+    replayed = ServiceState()  # the state as of `listed_at` records, rebuilt by replay
+    replayed.replay(records[:listed_at])
+    view = _listed(replayed)
+    view.seq = records[follow_from - 1]["seq"] if follow_from else 0
+    for record in records[follow_from:]:
+        view.apply(record)
+    assert _same(view, final)
