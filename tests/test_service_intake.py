@@ -24,7 +24,7 @@ def test_writes_are_refused_while_the_loop_is_behind_its_socket(tmp_path: Path) 
     daemon = SchedulingDaemon(
         DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", batch=1, max_intake_lag_ms=0)
     )
-    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
     dealer.setsockopt(zmq.LINGER, 0)
     dealer.connect(daemon.endpoint)
     try:
@@ -63,7 +63,7 @@ def test_writes_are_refused_while_the_loop_is_behind_its_socket(tmp_path: Path) 
 def test_the_client_sends_an_overloaded_request_again_after_the_wait() -> None:
     """A stand-in daemon refuses the first attempt OVERLOADED (retry after 200 ms) and applies
     the second: the client returns the second's answer, and both attempts carried one id."""
-    router = zmq.Context.instance().socket(zmq.ROUTER)
+    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
     router.setsockopt(zmq.LINGER, 0)
     port = router.bind_to_random_port("tcp://127.0.0.1")
     seen: list[tuple[str, float]] = []
