@@ -34,6 +34,8 @@ from firmament_py.service.journal import Journal
 from firmament_py.service.protocol import encode_request
 from firmament_py.service.state import ServiceState
 
+from .test_service_protocol import fingerprint
+
 KILLS = 8
 
 
@@ -274,3 +276,49 @@ def test_kill_minus_nine_in_the_middle_of_a_round_loses_no_decision(tmp_path: Pa
         if _round_cut_short(tmp_path, attempt):
             return
     raise AssertionError("four kills all missed the round's middle: nothing was tested")
+
+
+def test_the_first_scheduling_process_rebuilds_the_recovered_state_itself(tmp_path: Path) -> None:
+    """After a restart the daemon sends its first scheduling process the snapshot's bytes and
+    the records after it (`init-journal`) instead of pickling its state in its loop: what the
+    process rebuilds is the state the daemon recovered, and a daemon restarted on the journal
+    schedules with that process, without a divergence restarting it."""
+    import msgpack
+
+    from firmament_py.service.round_worker import _recovered_state
+
+    from .test_service_daemon import _free_port
+
+    journal, port = tmp_path / "j", _free_port()
+    process = start_daemon(journal, port, "--snapshot-every", "25")
+    endpoint = f"tcp://127.0.0.1:{port}"
+    with Client(endpoint, timeout=20) as client:
+        client.add_machines(
+            MachineSpec(f"m{i}", Resources(cpu_millicores=8000), 4, rack_id=f"r{i % 2}")
+            for i in range(4)
+        )
+        for task_id in range(40):  # a snapshot on the way, then records after it
+            client.submit_task(task_id, f"j{task_id % 3}")
+        placed = client.schedule().deltas
+        client.complete_task(placed[0].task)
+        while client.status()["snapshot_in_progress"]:
+            time.sleep(0.01)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(10)
+    with Journal(journal) as opened:
+        _, records = opened.recover()
+        snapshot = opened.take_recovered_snapshot()
+    assert snapshot is not None and records  # both parts are there to rebuild from
+    expected = recovered(journal)
+    rebuilt = ServiceState(_recovered_state(snapshot, [msgpack.packb(records)]), seq=expected.seq)
+    assert fingerprint(rebuilt) == fingerprint(expected)
+    process = start_daemon(journal, port)
+    try:
+        with Client(endpoint, timeout=20) as client:
+            client.submit_task(100, "late")
+            before = client.status()["worker_pid"]
+            assert 100 in {d.task for d in client.schedule().deltas}
+            assert client.status()["worker_pid"] == before  # no divergence restarted it
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)

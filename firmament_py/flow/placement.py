@@ -31,16 +31,28 @@ arguments and change nothing.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Hashable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from firmament_py.flow.deltas import DeltaKind, MachineT, SchedulingDelta, TaskT, delta_problem
 from firmament_py.flow.graph import FlowGraph, NodeKind
 from firmament_py.jit import kernel
+
+__all__ = [
+    "UNPLACED",
+    "DeltaKind",
+    "PlacementError",
+    "SchedulingDelta",
+    "delta_problem",
+    "extract_placement_array",
+    "extract_placements",
+    "scheduling_deltas",
+]
+"""`DeltaKind`, `SchedulingDelta` and `delta_problem` live in `flow.deltas`; they are named here
+too, where extraction makes them."""
 
 Int64Array = npt.NDArray[np.int64]
 IntArray = npt.NDArray[np.integer[Any]]
@@ -341,52 +353,6 @@ def _follow_units(
 
 
 # ---------------------------------------------------------------------- scheduling deltas
-
-TaskT = TypeVar("TaskT", bound=Hashable)
-MachineT = TypeVar("MachineT", bound=Hashable)
-
-
-class DeltaKind(enum.Enum):
-    """A change of one task's placement (Firmament's SchedulingDelta types, NOOP left out)."""
-
-    PLACE = "place"
-    """The task was waiting and now runs on `to_machine`."""
-    PREEMPT = "preempt"
-    """The task ran on `from_machine` and is now unscheduled."""
-    MIGRATE = "migrate"
-    """The task ran on `from_machine` and now runs on `to_machine`, a different machine."""
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulingDelta(Generic[TaskT, MachineT]):
-    """One decision for one task; only consistent combinations of fields can be built."""
-
-    kind: DeltaKind
-    task: TaskT
-    from_machine: MachineT | None
-    to_machine: MachineT | None
-
-    def __post_init__(self) -> None:
-        problem = delta_problem(self.kind, self.task, self.from_machine, self.to_machine)
-        if problem is not None:
-            raise ValueError(problem)
-
-
-_ENDS = {
-    DeltaKind.PLACE: (False, True),
-    DeltaKind.PREEMPT: (True, False),
-    DeltaKind.MIGRATE: (True, True),
-}
-
-
-def delta_problem(kind: DeltaKind, task: object, source: object, target: object) -> str | None:
-    """Why a delta of `kind` from `source` to `target` machine is not a valid change of
-    placement; None if it is (the check `SchedulingDelta` makes, without building one)."""
-    if (source is not None, target is not None) != _ENDS[kind]:
-        return f"{kind.name} of task {task!r} cannot go from {source!r} to {target!r}"
-    if kind is DeltaKind.MIGRATE and source == target:
-        return f"MIGRATE of task {task!r} stays on machine {target!r}: not a move"
-    return None
 
 
 def scheduling_deltas(

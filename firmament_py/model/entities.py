@@ -11,7 +11,9 @@ costs O(1). Iteration order never depends on hashing, so runs are reproducible.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from firmament_py.model.ids import JobId, MachineId, PodId, RackId, TaskId, Time
 from firmament_py.model.labels import Labels, LabelSelector
@@ -80,6 +82,16 @@ class Task:
         if self.state is not TaskState.RUNNING or self.start_time is None:
             return self.total_run_time
         return self.total_run_time + max(0, now - self.start_time)
+
+    def __reduce__(self) -> tuple[type[Task], tuple[Any, ...]]:
+        """Pickled as its fields in order, rebuilt by `__init__`: a daemon's snapshot, and the
+        state its scheduling process is sent, hold every task, and this loads in half the time
+        of a slotted dataclass's default (a `__setstate__` call per task) from half the bytes."""
+        return (Task, _task_fields(self))
+
+
+_task_fields = operator.attrgetter(*(f.name for f in fields(Task)))
+"""A task's fields, in `__init__`'s order, as one tuple."""
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from firmament_py.flow.placement import DeltaKind, SchedulingDelta
+from firmament_py.flow.deltas import DeltaKind, SchedulingDelta
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.errors import ClusterError
 from firmament_py.model.ids import MachineId, TaskId

@@ -118,7 +118,12 @@ class SchedulingDaemon:
             base = self.service.seq  # the snapshot's: the records after it are the feed's
             self.recovered_records = self.service.replay(records)
             self.feed = ChangeFeed(base, config.watch_window)
-            self.feed.add(record for record in records if record["seq"] > base)
+            after = [record for record in records if record["seq"] > base]
+            self.feed.add(after)
+            # The first scheduling process rebuilds this state itself (`send_init_from_journal`)
+            # from the snapshot's bytes, these records and those journaled until it says hello.
+            self._first_init: list[bytes] | None = [_pack(after)]
+            self._recovered_snapshot = self.journal.take_recovered_snapshot()
             self._clock = DaemonClock(
                 config.journal, floor=self.service.cluster.now, durable=config.fsync == "always"
             )
@@ -336,6 +341,8 @@ class SchedulingDaemon:
             self.feed.add(records)
             if self.link.ready:  # else the state it will be sent includes them
                 self.link.send([b"records", payload])
+            elif self._first_init is not None:
+                self._first_init.append(payload)
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
             if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
                 gc.freeze()  # see the module docstring
@@ -481,7 +488,11 @@ class SchedulingDaemon:
             except zmq.Again:
                 return
             if kind == b"hello":  # a scheduling process (re)started and connected
-                self.link.send_init(self.service.cluster)
+                if self._first_init is not None:
+                    self.link.send_init_from_journal(self._recovered_snapshot, self._first_init)
+                    self._first_init = self._recovered_snapshot = None
+                else:
+                    self.link.send_init(self.service.cluster)
             elif kind == b"decided":
                 answer = msgpack.unpackb(parts[0], raw=False)
                 current = self._round

@@ -87,6 +87,7 @@ class Journal:
         self._lock_file: TextIO | None = None
         self._snapshot_child: tuple[int, int] | None = None  # (pid, seq) being written
         self.records_since_snapshot = 0
+        self.recovered_snapshot: bytes | None = None
         self.snapshot_failures = 0
         """Background snapshots whose child failed (each one logged; the journal stays valid)."""
 
@@ -104,7 +105,9 @@ class Journal:
         """The latest snapshot's payload (None if there is none) and the records logged after
         it, in order; a record cut short at the very end is truncated away. Opens the log for
         appending, and holds the directory's lock until `close` (JournalError if another
-        process holds it: two daemons on one journal would corrupt it)."""
+        process holds it: two daemons on one journal would corrupt it). The snapshot's bytes
+        stay in `recovered_snapshot` (for a scheduling process to load the same state without
+        this one pickling it again) until `take_recovered_snapshot`."""
         self._lock()
         for path in self.directory.iterdir():
             if _TEMPORARY.fullmatch(path.name):
@@ -115,10 +118,11 @@ class Journal:
         if snapshots:
             base, path = snapshots[-1]
             try:
-                with path.open("rb") as file:
-                    payload = pickle.load(file)
+                data = path.read_bytes()
+                payload = pickle.loads(data)
             except Exception as error:
                 raise JournalError(f"{path}: unreadable snapshot: {error}") from error
+            self.recovered_snapshot = data
         logs = [(seq, path) for seq, path in self._numbered(_LOG) if seq >= base]
         records: list[dict[str, Any]] = []
         for index, (_, path) in enumerate(logs):
@@ -205,6 +209,11 @@ class Journal:
             self._file.close()
         self._file = path.open("ab")
         _fsync_directory(self.directory)
+
+    def take_recovered_snapshot(self) -> bytes | None:
+        """The bytes of the snapshot `recover` loaded (None if it loaded none), once."""
+        data, self.recovered_snapshot = self.recovered_snapshot, None
+        return data
 
     def append(self, record: dict[str, Any]) -> None:
         """Queue `record` for the next `flush`."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import msgpack
 
-from firmament_py.flow.placement import DeltaKind, SchedulingDelta
+from firmament_py.flow.deltas import DeltaKind, SchedulingDelta
 from firmament_py.model.events import (
     ClusterEvent,
     LatencySample,

@@ -6,7 +6,10 @@ of their own, and the daemon only applies what they decide. The two talk over on
 socket, in order, as multipart messages:
 
 * daemon -> worker: `init` (the pickled cluster state to start from, the policy, the solver and
-  its options), `records` (a msgpack list of the records the daemon journaled, in order),
+  its options) or, for the first process after the daemon recovered, `init-journal` (the
+  journal's snapshot as read from disk, the options, then frames of the records after the
+  snapshot, which the process replays itself), `records` (a msgpack list of the records the
+  daemon journaled, in order),
   `decide` (a round id and the round's time), `stop`;
 * worker -> daemon: `hello` (once connected: the daemon answers with `init`), `ready`,
   `decided` (the round id, its decisions in wire form, its cost,
@@ -34,10 +37,11 @@ import msgpack
 import zmq
 
 from firmament_py.collector import settle as settle_collector
+from firmament_py.model.cluster import ClusterState
 from firmament_py.parent_death import die_with_parent
 from firmament_py.scheduler import Scheduler
 from firmament_py.service.protocol import decision_to_wire
-from firmament_py.service.replay import ReplayError, replay
+from firmament_py.service.replay import ReplayError, StateReplica, replay
 from firmament_py.solvers.warmup import warm_up
 
 __all__ = ["run_worker"]
@@ -45,6 +49,20 @@ __all__ = ["run_worker"]
 
 def _pack(value: Any) -> bytes:
     return bytes(msgpack.packb(value, use_bin_type=True))
+
+
+def _recovered_state(snapshot: bytes, frames: list[bytes]) -> ClusterState:
+    """The daemon's state as it recovered it (`init-journal`): the journal's snapshot (none:
+    an empty state) with the records after it replayed, as the daemon replayed them."""
+    payload = pickle.loads(snapshot) if snapshot else None
+    state = ClusterState() if payload is None else payload["cluster"]
+    base = 0 if payload is None else payload["seq"]
+    replica = StateReplica(state)
+    for frame in frames:
+        for record in msgpack.unpackb(frame, raw=False):
+            if record["seq"] > base:
+                replay(replica, record)
+    return state
 
 
 def run_worker(endpoint: str, daemon_pid: int | None = None) -> None:
@@ -66,19 +84,22 @@ def run_worker(endpoint: str, daemon_pid: int | None = None) -> None:
             kind, *parts = socket.recv_multipart()
             if kind == b"stop":
                 break
-            if kind == b"init":
+            if kind in (b"init", b"init-journal"):
                 if scheduler is not None:
                     scheduler.close()
                     scheduler = None
                     gc.unfreeze()  # let the collector free the old replica's cycles, if any
-                options = pickle.loads(parts[1])
+                if kind == b"init":
+                    state, options = pickle.loads(parts[0]), pickle.loads(parts[1])
+                else:
+                    state, options = _recovered_state(parts[0], parts[2:]), pickle.loads(parts[1])
                 # Kernels load (or compile) now, not in the first round (`solvers.warmup`).
                 warm_up(options["solver"], options["solver_options"])
                 scheduler = Scheduler(
                     options["policy"],
                     solver=options["solver"],
                     solver_options=options["solver_options"],
-                    state=pickle.loads(parts[0]),
+                    state=state,
                 )
                 # A race's workers warm up in their own processes; past a minute, go on.
                 scheduler.solver.wait_ready(timeout=60.0)

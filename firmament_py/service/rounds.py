@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from firmament_py.flow.placement import DeltaKind, delta_problem
+from firmament_py.flow.deltas import DeltaKind, delta_problem
 
 __all__ = [
     "KEPT_ANSWERS",

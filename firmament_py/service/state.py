@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from firmament_py.flow.placement import DeltaKind, SchedulingDelta
+from firmament_py.flow.deltas import DeltaKind, SchedulingDelta
 from firmament_py.model.cluster import ClusterState
 from firmament_py.model.errors import ClusterError
 from firmament_py.model.events import (

@@ -133,6 +133,15 @@ class WorkerLink:
         state as of the hello."""
         self.ready = self.send([b"init", pickle.dumps(cluster), pickle.dumps(self.options)])
 
+    def send_init_from_journal(self, snapshot: bytes | None, frames: list[bytes]) -> None:
+        """Send the process the state as the daemon recovered it, for it to rebuild: the
+        snapshot's bytes as read from the journal (`b""` for none) and the frames of records
+        since (those recovery replayed, then those journaled while the process started). The
+        daemon pickles nothing: on a large cluster that pickling held its loop up for
+        seconds."""
+        init = [b"init-journal", snapshot or b"", pickle.dumps(self.options), *frames]
+        self.ready = self.send(init)
+
     def send(self, frames: list[bytes]) -> bool:
         """Send to the process without waiting; False if it is no longer connected, and it is
         then ended (the daemon's loop starts another, which is sent the whole state)."""
