@@ -210,7 +210,7 @@ class ScriptedDaemon:
     def register(self, manager: str) -> int:
         return 1
 
-    def confirm_task(self, task_id: int) -> int:
+    def confirm_task(self, task_id: int, machine_id: str | None = None) -> int:
         self.confirmed.append(task_id)
         return 1
 

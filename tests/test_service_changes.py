@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
+import zmq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +33,15 @@ from .test_service_daemon import Running, machines
 
 def _records(first: int, last: int) -> list[dict[str, int]]:
     return [{"seq": seq} for seq in range(first, last + 1)]
+
+
+def test_too_many_waiting_requests_are_told_to_retry() -> None:
+    watches = Watches(ChangeFeed(base=0), limit=1)
+    assert watches.request(b"a", "w1", {"after": 0, "wait_ms": 1000}) is None
+    assert watches.request(b"a2", "w1", {"after": 0, "wait_ms": 1000}) is None  # a retry
+    refused = msgpack.unpackb(watches.request(b"b", "w2", {"after": 0, "wait_ms": 1000}))
+    assert (refused["status"], refused["body"]) == ("overloaded", {"retry_after_ms": 100})
+    assert [identity for identity, _ in watches.wake(now=1e12)] == [b"a2"]
 
 
 def test_the_feed_answers_in_order_and_says_when_it_cannot() -> None:
@@ -136,24 +148,28 @@ def test_a_wait_that_ends_answers_no_changes(served: Running) -> None:
         assert beyond.value.status is Status.GONE
 
 
-def test_changes_before_the_last_snapshot_are_gone_after_a_restart(tmp_path: Path) -> None:
-    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j")
+def test_a_restart_keeps_the_last_changes_and_older_ones_are_gone(tmp_path: Path) -> None:
+    """A clean stop writes a snapshot, which keeps the feed's last records: a follower asks on
+    across the restart. One further behind than the window is told to list again."""
+    config = DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j", watch_window=3)
     running = Running(config)
     with Client(running.endpoint) as client:
         client.add_machines(machines(1))
-        client.submit_task(1, "j")
-    running.stop()  # a clean stop writes a snapshot
+        for task_id in range(4):
+            client.submit_task(task_id, "j")
+        before = client.changes(2).changes
+    running.stop()
     running = Running(config)
     try:
         with Client(running.endpoint) as client:
+            assert client.changes(2).changes == before  # records 3-5, kept by the snapshot
             with pytest.raises(RequestFailed) as gone:
-                client.changes(0)
+                client.changes(1)
             assert gone.value.status is Status.GONE
             assert "list the tasks and machines again" in gone.value.reason
-            seq = client.status()["seq"]
-            assert client.status()["changes_after"] == seq
-            client.submit_task(2, "j")
-            assert [c["seq"] for c in client.changes(seq).changes] == [seq + 1]
+            assert client.status()["changes_after"] == 2
+            client.submit_task(9, "j")
+            assert [c["seq"] for c in client.changes(5).changes] == [6]
     finally:
         running.stop()
 
@@ -284,6 +300,53 @@ def test_a_view_follows_changes_live(served: Running) -> None:
             next(followed)
         _view_matches(view, client)
         assert view.running_on(view.tasks[1].machine_id or "") == [1]
+
+
+def test_a_superseded_registration_retried_is_fenced() -> None:
+    service = ServiceState()
+    first, _ = service.register(Request("a", "register", {"manager": "a"}), 1)
+    service.register(Request("b", "register", {"manager": "b"}), 2)
+    again, record = service.register(Request("a", "register", {"manager": "a"}), 3)
+    assert (again.status, record) == (Status.FENCED, None)
+    assert again.body == {"epoch": 2} and first.body["epoch"] == 1
+    assert service.manager == "b"
+
+
+def test_a_registration_fences_the_schedule_requests_waiting_for_the_next_round(
+    tmp_path: Path,
+) -> None:
+    """Driven turn by turn: a round in flight, a second `schedule` waiting for the next one,
+    then another manager registers: the waiting request is answered `fenced`, the round in
+    flight still answers its own."""
+    daemon = SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(daemon.endpoint)
+    replies: dict[str, dict[str, Any]] = {}
+
+    def turn_until(done: Any) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline
+            daemon.serve_once(10)
+            while dealer.poll(0):
+                reply = msgpack.unpackb(dealer.recv(), raw=False)
+                replies[reply["id"]] = reply
+
+    try:
+        turn_until(lambda: daemon.link.ready)
+        dealer.send(encode_request("first", "schedule"))
+        turn_until(lambda: daemon._round is not None)
+        dealer.send(encode_request("second", "schedule"))
+        turn_until(lambda: len(daemon._next_round_waiters) == 1)
+        dealer.send(encode_request("take-over", "register", {"manager": "b"}))
+        turn_until(lambda: {"first", "second", "take-over"} <= replies.keys())
+        assert replies["second"]["status"] == Status.FENCED.value
+        assert replies["first"]["status"] == Status.OK.value
+        assert replies["take-over"]["body"]["epoch"] == daemon.service.epoch
+    finally:
+        dealer.close()
+        daemon.close()
 
 
 def test_a_daemon_on_a_snapshot_keeps_the_epoch(tmp_path: Path) -> None:

@@ -33,10 +33,11 @@ def test_writes_are_refused_while_the_loop_is_behind_its_socket(tmp_path: Path) 
         dealer.send(encode_request("b", "task_submitted", {"task_id": 1, "job_id": "j"}))
         dealer.send(encode_request("c", "status"))
         dealer.send(encode_request("d", "task_submitted", {"task_id": 2, "job_id": "j"}))
-        time.sleep(0.5)  # all four wait in the daemon's socket
+        dealer.send(encode_request("e", "task_started", {"task_id": 1}))
+        time.sleep(0.5)  # all five wait in the daemon's socket
         replies: dict[str, dict[str, Any]] = {}
         deadline = time.monotonic() + 10
-        while len(replies) < 4 and time.monotonic() < deadline:
+        while len(replies) < 5 and time.monotonic() < deadline:
             daemon.serve_once(10)
             while dealer.poll(0):
                 reply = msgpack.unpackb(dealer.recv(), raw=False)
@@ -45,6 +46,9 @@ def test_writes_are_refused_while_the_loop_is_behind_its_socket(tmp_path: Path) 
         for refused in ("b", "d"):
             assert replies[refused]["status"] == Status.OVERLOADED.value
             assert replies[refused]["body"] == {"retry_after_ms": 0}
+        # A confirmation is never refused for load (a lease may be running out): this one is
+        # checked, and refused for what it says (task 1 was never submitted).
+        assert replies["e"]["status"] == Status.NOT_FOUND.value
         assert replies["c"]["status"] == Status.OK.value
         assert replies["c"]["body"]["overloaded"] == 1  # b, before it
         assert daemon.service.cluster.tasks == {}

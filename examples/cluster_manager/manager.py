@@ -117,8 +117,8 @@ class DaemonAPI(Protocol):
     def register(self, manager: str) -> int:
         """Take over as the daemon's one manager: writes of any earlier one are refused."""
 
-    def confirm_task(self, task_id: int) -> int:
-        """Say a placed task started (under a daemon run with --lease-ms)."""
+    def confirm_task(self, task_id: int, machine_id: str | None = None) -> int:
+        """Say a placed task started on `machine_id` (under a daemon run with --lease-ms)."""
 
     def schedule(self) -> RoundReply:
         """Run a round and return its deltas."""
@@ -569,7 +569,7 @@ class ClusterManager:
             f"{run.spec.description}{attempt}"
         )
         try:
-            self.daemon.confirm_task(run.spec.task_id)
+            self.daemon.confirm_task(run.spec.task_id, machine)
         except RequestFailed as error:
             if error.status not in (Status.INVALID, Status.NOT_FOUND):
                 raise

@@ -21,18 +21,31 @@ No I/O here: the daemon feeds records in and sends the frames out.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgpack
+
 from firmament_py.service.protocol import Status, encode_reply
 
-__all__ = ["DEFAULT_WATCH_WINDOW", "ChangeFeed", "FeedGone", "Watches"]
+__all__ = [
+    "DEFAULT_WATCH_WINDOW",
+    "KEPT_ACROSS_RESTARTS",
+    "MAX_WATCHES",
+    "ChangeFeed",
+    "FeedGone",
+    "Watches",
+]
 
 DEFAULT_WATCH_WINDOW = 100_000
 """Records the feed keeps in memory: a manager that falls further behind lists again."""
+KEPT_ACROSS_RESTARTS = 10_000
+"""The feed's last records a journal snapshot keeps, so that a restart does not answer every
+follower `gone`: more would make the restart slower (they are read back with the snapshot)."""
 
 
 class FeedGone(Exception):
@@ -49,6 +62,22 @@ class ChangeFeed:
         self.window = window
         self.base = base
         self._records: deque[Mapping[str, Any]] = deque()
+
+    @classmethod
+    def unpacked(cls, base: int, packed: bytes, window: int = DEFAULT_WATCH_WINDOW) -> ChangeFeed:
+        """A feed holding the records `packed` wrote, the last of them record `base` (those a
+        snapshot after record `base` kept); an empty feed from `base` if none were kept."""
+        records = msgpack.unpackb(packed, raw=False) if packed else []
+        feed = cls(base - len(records), window)
+        feed.add(records)
+        if feed.seq != base:
+            raise ValueError(f"the changes kept end at record {feed.seq}, not {base}")
+        return feed
+
+    def packed(self, limit: int) -> bytes:
+        """The last `limit` records, packed for a snapshot (`unpacked` reads them back)."""
+        kept = list(self._records)[-limit:] if limit else []
+        return bytes(msgpack.packb(kept, use_bin_type=True))
 
     @property
     def seq(self) -> int:
@@ -96,15 +125,30 @@ class _Watch:
     deadline: float
 
 
-class Watches:
-    """`changes` requests waiting for a record after the one they asked from."""
+MAX_WATCHES = 10_000
+"""`changes` requests that may wait at once; more are answered `overloaded`."""
 
-    def __init__(self, feed: ChangeFeed) -> None:
+
+class Watches:
+    """`changes` requests waiting for a record after the one they asked from, by request id (a
+    retry moves the answer to its latest connection). A request waits only when nothing follows
+    the record it asked from, so the waiting ones, in the order they came, ask from ever later
+    records: those a new record wakes are a prefix, found without a scan; their deadlines are a
+    heap."""
+
+    def __init__(self, feed: ChangeFeed, limit: int = MAX_WATCHES) -> None:
         self.feed = feed
-        self._waiting: list[_Watch] = []
+        self.limit = limit
+        self._waiting: dict[str, _Watch] = {}
+        self._deadlines: list[tuple[float, str]] = []  # a heap; entries of answered ones stay
 
     def __len__(self) -> int:
         return len(self._waiting)
+
+    def waiting_before(self, seq: int) -> bool:
+        """Whether a request waits for a record at or before `seq` (it has one to see)."""
+        first = next(iter(self._waiting.values()), None)
+        return first is not None and first.after < seq
 
     def answer(self, request_id: str, body: Mapping[str, Any]) -> bytes:
         """The reply to a `changes` request that need not wait: the records after `after`
@@ -119,23 +163,26 @@ class Watches:
 
     def request(self, identity: bytes, request_id: str, body: Mapping[str, Any]) -> bytes | None:
         """The reply to a `changes` request, or None if it waits (it asked to, and nothing
-        after `after` is there yet)."""
+        after `after` is there yet); `overloaded` when too many wait already."""
         wait_ms = body.get("wait_ms", 0)
         if wait_ms <= 0 or body["after"] != self.feed.seq:  # records to see, or gone
             return self.answer(request_id, body)
-        for watch in self._waiting:
-            if watch.request_id == request_id:  # a retry: answered on its latest connection
-                watch.identity = identity
-                return None
-        self._waiting.append(
-            _Watch(
-                identity,
+        known = self._waiting.get(request_id)
+        if known is not None:
+            known.identity = identity
+            return None
+        if len(self._waiting) >= self.limit:
+            return encode_reply(
                 request_id,
-                body["after"],
-                body.get("limit", _DEFAULT_LIMIT),
-                time.monotonic() + wait_ms / 1000,
+                Status.OVERLOADED,
+                f"{len(self._waiting):,} changes requests are waiting already; try later",
+                {"retry_after_ms": 100},
             )
+        deadline = time.monotonic() + wait_ms / 1000
+        self._waiting[request_id] = _Watch(
+            identity, request_id, body["after"], body.get("limit", _DEFAULT_LIMIT), deadline
         )
+        heapq.heappush(self._deadlines, (deadline, request_id))
         return None
 
     def wake(self, now: float | None = None) -> list[tuple[bytes, bytes]]:
@@ -143,26 +190,34 @@ class Watches:
         whose wait ended (answered with none). Call only when every record in the feed is as
         safe as the fsync policy says."""
         if not self._waiting:
+            self._deadlines.clear()
             return []
         now = time.monotonic() if now is None else now
-        seq = self.feed.seq
-        out: list[tuple[bytes, bytes]] = []
-        still: list[_Watch] = []
-        for watch in self._waiting:
-            if watch.after < seq or watch.deadline <= now:
-                body = {"after": watch.after, "limit": watch.limit}
-                out.append((watch.identity, self.answer(watch.request_id, body)))
-            else:
-                still.append(watch)
-        self._waiting = still
-        return out
+        woken: list[_Watch] = []
+        while self.waiting_before(self.feed.seq):
+            woken.append(self._waiting.pop(next(iter(self._waiting))))
+        while self._deadlines and self._deadlines[0][0] <= now:
+            deadline, request_id = heapq.heappop(self._deadlines)
+            watch = self._waiting.get(request_id)
+            if watch is not None and watch.deadline == deadline:  # not an answered one's
+                woken.append(self._waiting.pop(request_id))
+        return [
+            (w.identity, self.answer(w.request_id, {"after": w.after, "limit": w.limit}))
+            for w in woken
+        ]
+
+    def _live(self, deadline: float, request_id: str) -> bool:
+        watch = self._waiting.get(request_id)
+        return watch is not None and watch.deadline == deadline
 
     def next_deadline_s(self, now: float | None = None) -> float | None:
         """Seconds until the first waiting request's wait ends (None if none waits)."""
-        if not self._waiting:
+        while self._deadlines and not self._live(*self._deadlines[0]):
+            heapq.heappop(self._deadlines)  # answered already
+        if not self._deadlines:
             return None
         now = time.monotonic() if now is None else now
-        return max(0.0, min(watch.deadline for watch in self._waiting) - now)
+        return max(0.0, self._deadlines[0][0] - now)
 
 
 _DEFAULT_LIMIT = 1_000

@@ -346,10 +346,14 @@ class Client:
             body["selectors"] = selectors
         return int(self.request("task_submitted", body)["seq"])
 
-    def confirm_task(self, task_id: int) -> int:
-        """Tell the daemon a task it placed has started (`task_started`): under a daemon run
-        with `--lease-ms`, a placement not confirmed in time returns the task to the queue."""
-        return int(self.request("task_started", {"task_id": task_id})["seq"])
+    def confirm_task(self, task_id: int, machine_id: str | None = None) -> int:
+        """Tell the daemon a task it placed has started (`task_started`), on `machine_id` if
+        given (refused if the daemon has it elsewhere by now): under a daemon run with
+        `--lease-ms`, a placement not confirmed in time returns the task to the queue."""
+        body: dict[str, Any] = {"task_id": task_id}
+        if machine_id is not None:
+            body["machine_id"] = machine_id
+        return int(self.request("task_started", body)["seq"])
 
     def complete_task(self, task_id: int) -> int:
         return int(self.request("task_completed", {"task_id": task_id})["seq"])

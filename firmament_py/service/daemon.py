@@ -52,7 +52,7 @@ import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
-from firmament_py.service.changes import ChangeFeed, Watches
+from firmament_py.service.changes import KEPT_ACROSS_RESTARTS, ChangeFeed, Watches
 from firmament_py.service.clock import DaemonClock
 from firmament_py.service.daemon_config import DaemonConfig, DaemonError, check_config
 from firmament_py.service.endpoints import is_loopback, open_ipv6
@@ -75,6 +75,10 @@ __all__ = ["DaemonConfig", "DaemonError", "SchedulingDaemon", "is_loopback"]
 
 _log = logging.getLogger(__name__)
 
+
+_FIRST_INIT_LIMIT = 256 << 20
+"""Bytes of records kept for the first scheduling process after a restart (`init-journal`) while
+it has not said hello; beyond them it is sent the state instead."""
 
 _READS = {"tasks": list_tasks, "machines": list_machines, "round": round_answer}
 """The read-only requests answered from the state as it is (`listing`)."""
@@ -117,16 +121,21 @@ class SchedulingDaemon:
                 self.service = ServiceState.from_snapshot(payload, dedup_window=config.dedup_window)
             base = self.service.seq  # the snapshot's: the records after it are the feed's
             self.recovered_records = self.service.replay(records)
-            self.feed = ChangeFeed(base, config.watch_window)
+            self.feed = ChangeFeed.unpacked(
+                base, (payload or {}).get("changes", b""), config.watch_window
+            )
             after = [record for record in records if record["seq"] > base]
             self.feed.add(after)
             # The first scheduling process rebuilds this state itself (`send_init_from_journal`)
             # from the snapshot's bytes, these records and those journaled until it says hello.
             self._first_init: list[bytes] | None = [_pack(after)]
+            self._first_init_bytes = len(self._first_init[0])
             self._recovered_snapshot = self.journal.take_recovered_snapshot()
             self._clock = DaemonClock(
                 config.journal, floor=self.service.cluster.now, durable=config.fsync == "always"
             )
+            # Placements still unconfirmed could not be confirmed while the daemon was down.
+            self.service.leases.grace(self._clock.now())
         except BaseException as error:
             self.journal.close()  # releases its lock: another daemon may try it
             if isinstance(error, OSError):
@@ -273,13 +282,13 @@ class SchedulingDaemon:
             self._serve_worker()
         if self._round is not None and self._round.decided:
             self._apply_chunk()
-        if self.config.lease_ms is not None:
-            expired = self.service.expire_leases(self._now(), self.config.lease_ms)
+        if len(self.service.leases) and self._behind_s() == 0:  # none expire while overloaded
+            expired = self.service.expire_leases(self._now())
             if expired is not None:
                 _log.info("%d placements were not confirmed in time", len(expired["deltas"]))
                 self._commit([expired])  # flushed with the next replies, as a chunk is
-        if self._watches.next_deadline_s() == 0:
-            self._flush()  # answers the `changes` requests whose wait ended
+        if self._watches.waiting_before(self.feed.seq) or self._watches.next_deadline_s() == 0:
+            self._flush()  # answers the `changes` requests that have records or waited enough
         code = self.link.exited()
         if code is not None:
             _log.error("the scheduling process exited (status %s); restarting it", code)
@@ -343,8 +352,11 @@ class SchedulingDaemon:
                 self.link.send([b"records", payload])
             elif self._first_init is not None:
                 self._first_init.append(payload)
+                self._first_init_bytes += len(payload)
+                if self._first_init_bytes > _FIRST_INIT_LIMIT:  # no process says hello
+                    self._first_init = self._recovered_snapshot = None  # it gets the state
         if self.journal.records_since_snapshot >= self.config.snapshot_every:
-            if self.journal.start_snapshot(self.service.seq, self.service.snapshot):
+            if self.journal.start_snapshot(self.service.seq, self._snapshot):
                 gc.freeze()  # see the module docstring
 
     def _behind_s(self) -> float:
@@ -390,7 +402,11 @@ class SchedulingDaemon:
         fenced = self.service.fence(request)
         if fenced is not None:
             return encode_reply(request.request_id, fenced.status, fenced.reason, fenced.body)
-        if behind_s * 1000 > self.config.max_intake_lag_ms and request.type in WRITE_TYPES:
+        if (
+            behind_s * 1000 > self.config.max_intake_lag_ms
+            and request.type in WRITE_TYPES
+            and request.type != "task_started"  # cheap, and a lease may be running out
+        ):
             self.overloaded += 1
             return encode_reply(
                 request.request_id,
@@ -412,6 +428,7 @@ class SchedulingDaemon:
             if record is not None:
                 records.append(record)
                 _log.info("manager %r registered: epoch %d", request.body["manager"], record["seq"])
+                self._fence_waiters()
             return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
         if request.type == "batch":
             reply, batch = self.service.apply_batch(request, now)
@@ -458,6 +475,19 @@ class SchedulingDaemon:
         self._next_round_waiters.append((identity, request_id))
         self._waiting_ids.add(request_id)
         return None
+
+    def _fence_waiters(self) -> None:
+        """Refuse the `schedule` requests waiting for the next round: another manager registered
+        after they were accepted (those of the round in progress get its answer: its decisions
+        are applied whoever asked)."""
+        reason = f"another manager registered (epoch {self.service.epoch:,}) while this waited"
+        for identity, request_id in self._next_round_waiters:
+            body = {"epoch": self.service.epoch}
+            self._router.send_multipart(
+                [identity, encode_reply(request_id, Status.FENCED, reason, body)]
+            )
+            self._waiting_ids.discard(request_id)
+        self._next_round_waiters = []
 
     @staticmethod
     def _wait(waiters: list[tuple[bytes, str]], identity: bytes, request_id: str) -> None:
@@ -570,6 +600,11 @@ class SchedulingDaemon:
             self._publisher.send_multipart([b"deltas", _pack(finished.body)])
         self._answer_round(Status.OK, "", finished.body)
 
+    def _snapshot(self) -> dict[str, Any]:
+        """What a journal snapshot holds: the state, and the last changes of the feed, so that
+        a restart does not answer every follower `gone` (`changes.KEPT_ACROSS_RESTARTS`)."""
+        return {**self.service.snapshot(), "changes": self.feed.packed(KEPT_ACROSS_RESTARTS)}
+
     def _flush(self) -> None:
         """Make the journal's records as safe as the fsync policy says, then answer the
         `changes` requests that waited for them (or whose wait ended)."""
@@ -610,6 +645,9 @@ class SchedulingDaemon:
             "watching": len(self._watches),
             "rounds": self.rounds,
             "overloaded": self.overloaded,
+            "intake_lag_s": self._behind_s(),
+            "lease_ms": self.config.lease_ms,
+            "manager": self.service.manager,
             "unconfirmed": self.service.leases.unconfirmed(cluster),
             "lease_expired": self.service.leases.expired,
             "round_in_flight": self._round is not None,
@@ -630,7 +668,7 @@ class SchedulingDaemon:
         if self._context.closed:
             return
         try:
-            self.journal.write_snapshot(self.service.seq, self.service.snapshot())
+            self.journal.write_snapshot(self.service.seq, self._snapshot())
         finally:
             try:
                 self._clock.close()  # while the journal's lock keeps a successor out

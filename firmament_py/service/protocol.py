@@ -263,7 +263,7 @@ REQUEST_FIELDS: Mapping[str, FieldSpec] = {
         "labels": (_labels, False),
         "selectors": (_selectors, False),
     },
-    "task_started": {"task_id": (_task_id, True)},
+    "task_started": {"task_id": (_task_id, True), "machine_id": (_name, False)},
     "task_completed": {"task_id": (_task_id, True)},
     "task_failed": {"task_id": (_task_id, True), "reason": (_text, False)},
     "task_removed": {"task_id": (_task_id, True)},

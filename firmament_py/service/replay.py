@@ -90,8 +90,8 @@ def replay(replica: Replica, record: Mapping[str, Any]) -> None:
             raise ReplayError(f"record {record['seq']}: {error}") from error
     elif kind == "round":
         return  # the round's decisions change tasks through its chunks' records (`rounds`)
-    elif kind == "epoch":
-        return  # a manager registered: fencing is the daemon's, the cluster is unchanged
+    elif kind == "epoch":  # a manager registered: fencing is the daemon's
+        advance_clock(replica.state, time)  # as the registration moved the daemon's
     elif kind == "decisions":
         advance_clock(replica.state, time)
         try:

@@ -139,6 +139,8 @@ class ServiceState:
         self._applied: OrderedDict[str, _Applied] = OrderedDict()
         self.rounds = RoundBook()
         self.leases = LeaseBook()
+        self.manager = ""
+        """The name the last manager to register gave."""
         self.epoch = 0
         """The current writers' epoch: the record of the last `register` (0: none yet, and
         writes need no epoch)."""
@@ -154,6 +156,7 @@ class ServiceState:
             "applied": applied,
             "rounds": self.rounds.snapshot(),
             "epoch": self.epoch,
+            "manager": self.manager,
             "leases": self.leases.snapshot(),
         }
 
@@ -167,6 +170,7 @@ class ServiceState:
         if "rounds" in payload:  # older snapshots kept no rounds: numbering starts again at 1
             service.rounds = RoundBook.restore(payload["rounds"])
         service.epoch = payload.get("epoch", 0)  # older snapshots: nobody had registered
+        service.manager = payload.get("manager", "")
         if "leases" in payload:  # older snapshots: no lease was ever given
             service.leases = LeaseBook.restore(payload["leases"])
         return service
@@ -196,7 +200,7 @@ class ServiceState:
                 if record["type"] == "task_started":
                     self.leases.confirm(record["body"]["task_id"])
             elif kind == "epoch":
-                self.epoch = record["seq"]
+                self.epoch, self.manager = record["seq"], record["manager"]
                 self._remember(record["id"], record["seq"], register_digest(record["manager"]))
             elif chunk:
                 self.rounds.advance(record)
@@ -245,9 +249,16 @@ class ServiceState:
             seq, first_digest = known
             if first_digest != digest:
                 return _used_before(request.request_id, seq), None
+            if seq != self.epoch:  # a retry answered after another manager registered
+                reason = (
+                    f"this registration (epoch {seq:,}) was superseded: the current epoch is "
+                    f"{self.epoch:,}"
+                )
+                return Reply(Status.FENCED, reason, {"epoch": self.epoch}), None
             return Reply(Status.OK, "already applied", {"seq": seq, "epoch": seq}), None
         advance_clock(self.cluster, time)
         self.seq = self.epoch = self.seq + 1
+        self.manager = request.body["manager"]
         self._remember(request.request_id, self.seq, digest)
         record = {
             "seq": self.seq,
@@ -267,6 +278,7 @@ class ServiceState:
             return Reply(
                 Status.FENCED,
                 f"epoch {request.epoch} was never given: no manager has registered here",
+                {"epoch": 0},
             )
         given = "no epoch" if request.epoch is None else f"epoch {request.epoch}"
         return Reply(
@@ -328,7 +340,7 @@ class ServiceState:
             apply_plain(self._replica, kind, body, time)
         else:
             if kind == "task_started":  # changes no task: a lease is kept (`leases`)
-                refused = self._start_refusal(body["task_id"])
+                refused = self._start_refusal(body["task_id"], body.get("machine_id"))
                 if refused is not None:
                     return refused
                 self.leases.confirm(body["task_id"])
@@ -383,13 +395,22 @@ class ServiceState:
             return _NOT_FOUND, f"no task {task_id}", {}, None
         return None
 
-    def _start_refusal(self, task_id: int) -> tuple[str, str, dict[str, Any], None] | None:
-        """The refusal of confirming that task `task_id` started, unless it runs."""
+    def _start_refusal(
+        self, task_id: int, machine_id: str | None
+    ) -> tuple[str, str, dict[str, Any], None] | None:
+        """The refusal of confirming that task `task_id` started (on `machine_id`, if given),
+        unless it runs (there)."""
         task = self.cluster.tasks.get(task_id)
         if task is None:
             return _NOT_FOUND, f"no task {task_id}", {}, None
         if task.state is not TaskState.RUNNING:
             return _INVALID, f"task {task_id} is {task.state.value}, not running", {}, None
+        if machine_id is not None and machine_id != task.machine_id:
+            reason = (
+                f"task {task_id} runs on {task.machine_id!r}, not {machine_id!r}: the placement "
+                "confirmed is not the current one (its lease ran out, and it was placed again)"
+            )
+            return _INVALID, reason, {}, None
         return None
 
     def _refusal(self, events: list[ClusterEvent]) -> Reply | None:
@@ -513,10 +534,10 @@ class ServiceState:
         self.leases.take_chunk(record)
         return record, self.rounds.advance(record)
 
-    def expire_leases(self, time: Time, lease_ms: int) -> dict[str, Any] | None:
+    def expire_leases(self, time: Time) -> dict[str, Any] | None:
         """Preempt the tasks whose lease (`leases`) came due by `time` unconfirmed: the record
         to journal (`decisions`, marked `expired`), or None if none came due."""
-        due = self.leases.due(self.cluster, time, lease_ms * 1000)
+        due = self.leases.due(self.cluster, time)
         if not due:
             return None
         decisions: list[Decision] = [
@@ -550,6 +571,7 @@ class ServiceState:
         }
         answer = self.rounds.advance(record)
         assert answer is not None
+        self.leases.take_chunk(record)  # what the round placed before it failed is leased
         return record, answer
 
     def schedule_retry(self, request_id: str) -> ScheduleRetry | None:
