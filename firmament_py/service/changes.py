@@ -136,9 +136,15 @@ class Watches:
     records: those a new record wakes are a prefix, found without a scan; their deadlines are a
     heap."""
 
-    def __init__(self, feed: ChangeFeed, limit: int = MAX_WATCHES) -> None:
+    def __init__(
+        self, feed: ChangeFeed, limit: int = MAX_WATCHES, boot: str = "", recovered: int = 0
+    ) -> None:
         self.feed = feed
         self.limit = limit
+        self.boot = boot
+        """This daemon process's id, sent with every answer (a restart changes it)."""
+        self.recovered = recovered
+        """The last record recovery found: every record up to it survived the last restart."""
         self._waiting: dict[str, _Watch] = {}
         self._deadlines: list[tuple[float, str]] = []  # a heap; entries of answered ones stay
 
@@ -153,19 +159,32 @@ class Watches:
     def answer(self, request_id: str, body: Mapping[str, Any]) -> bytes:
         """The reply to a `changes` request that need not wait: the records after `after`
         (`ChangeFeed.since`), `gone` if they are not all kept."""
+        after = body["after"]
         try:
-            changes, more = self.feed.since(body["after"], body.get("limit", _DEFAULT_LIMIT))
+            if body.get("boot", self.boot) != self.boot and after > self.recovered:
+                raise FeedGone(
+                    f"the records after {self.recovered:,} seen before this daemon restarted "
+                    "(its boot was another) may be lost: a crash of the machine under --fsync "
+                    "interval or never took them, and their numbers are given again. List the "
+                    "tasks and machines again and follow the changes after the listing's seq"
+                )
+            changes, more = self.feed.since(after, body.get("limit", _DEFAULT_LIMIT))
         except FeedGone as gone:
-            return encode_reply(request_id, Status.GONE, str(gone), {"seq": self.feed.seq})
-        return encode_reply(
-            request_id, Status.OK, "", {"changes": changes, "more": more, "seq": self.feed.seq}
-        )
+            return encode_reply(
+                request_id, Status.GONE, str(gone), {"seq": self.feed.seq, "boot": self.boot}
+            )
+        reply = {"changes": changes, "more": more, "seq": self.feed.seq, "boot": self.boot}
+        return encode_reply(request_id, Status.OK, "", reply)
 
     def request(self, identity: bytes, request_id: str, body: Mapping[str, Any]) -> bytes | None:
         """The reply to a `changes` request, or None if it waits (it asked to, and nothing
         after `after` is there yet); `overloaded` when too many wait already."""
         wait_ms = body.get("wait_ms", 0)
-        if wait_ms <= 0 or body["after"] != self.feed.seq:  # records to see, or gone
+        if (
+            wait_ms <= 0
+            or body["after"] != self.feed.seq
+            or body.get("boot", self.boot) != self.boot
+        ):
             return self.answer(request_id, body)
         known = self._waiting.get(request_id)
         if known is not None:

@@ -137,6 +137,9 @@ class ChangePage:
     changes: list[dict[str, Any]]
     more: bool
     seq: int
+    boot: str
+    """The daemon process's id: pass it back (`Client.changes(boot=...)`) so that a restart
+    after a crash of its machine that lost records is noticed."""
 
     @property
     def last(self) -> int | None:
@@ -452,22 +455,33 @@ class Client:
         decided. RequestFailed (`not_found`) for a round in progress or not kept."""
         return RoundReply.from_body(self.request("round", {"round": round_id}))
 
-    def changes(self, after: int, *, limit: int = 1_000, wait_s: float = 0.0) -> ChangePage:
+    def changes(
+        self, after: int, *, limit: int = 1_000, wait_s: float = 0.0, boot: str | None = None
+    ) -> ChangePage:
         """The journal records after sequence number `after` (at most `limit`), in order; if
-        there are none yet, wait up to `wait_s` for one. RequestFailed (`gone`) when they are
-        no longer all kept: list the tasks and machines again (`ClusterView.load`)."""
+        there are none yet, wait up to `wait_s` for one. `boot`: the daemon's boot the records
+        up to `after` were read from (`ChangePage.boot`). RequestFailed (`gone`) when they are
+        no longer all kept, or may have been lost: list the tasks and machines again
+        (`ClusterView.load`)."""
         body: dict[str, Any] = {"after": after, "limit": limit}
         if wait_s > 0:
             body["wait_ms"] = max(1, round(wait_s * 1000))
+        if boot is not None:
+            body["boot"] = boot
         reply = self.request("changes", body, timeout=self.timeout + max(0.0, wait_s))
-        return ChangePage(list(reply["changes"]), bool(reply["more"]), int(reply["seq"]))
+        return ChangePage(
+            list(reply["changes"]), bool(reply["more"]), int(reply["seq"]), str(reply["boot"])
+        )
 
-    def follow(self, after: int, *, wait_s: float = 10.0) -> Iterator[dict[str, Any]]:
+    def follow(
+        self, after: int, *, wait_s: float = 10.0, boot: str | None = None
+    ) -> Iterator[dict[str, Any]]:
         """Every change after sequence number `after`, in order, as they happen: endless
         (stop iterating to stop). RequestFailed (`gone`) if the client fell behind the daemon's
-        window of kept changes."""
+        window of kept changes, or the daemon lost records it had given (see `changes`)."""
         while True:
-            page = self.changes(after, wait_s=wait_s)
+            page = self.changes(after, wait_s=wait_s, boot=boot)
+            boot = page.boot
             yield from page.changes
             if page.last is not None:
                 after = page.last

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import shutil
 import threading
 import time
@@ -157,7 +158,10 @@ class SchedulingDaemon:
         self.started = time.monotonic()
         self._stopping = threading.Event()
         self._round: _Round | None = None
-        self._watches = Watches(self.feed)
+        self.boot = os.urandom(8).hex()
+        """This process's id: a follower that saw another boot may have seen records a crash of
+        the machine lost (`changes`)."""
+        self._watches = Watches(self.feed, boot=self.boot, recovered=self.service.seq)
         self._next_round_waiters: list[tuple[bytes, str]] = []
         self._waiting_ids: set[str] = set()  # `schedule` ids waiting, not yet journaled
         self._last_round_start = 0.0
@@ -640,6 +644,8 @@ class SchedulingDaemon:
             "policy": self.config.policy,
             "solver": self.config.solver,
             "seq": self.service.seq,
+            "boot": self.boot,
+            "recovered_seq": self._watches.recovered,
             "epoch": self.service.epoch,
             "changes_after": self.feed.base,
             "watching": len(self._watches),

@@ -308,6 +308,7 @@ REQUEST_FIELDS: Mapping[str, FieldSpec] = {
         "after": (lambda path, value: _int(path, value, minimum=0), True),
         "limit": (_limit, False),
         "wait_ms": (lambda path, value: _bounded(path, value, MAX_WAIT_MS), False),
+        "boot": (_name, False),
     },
     "round": {"round": (lambda path, value: _int(path, value, minimum=1), True)},
     "register": {"manager": (_name, True)},

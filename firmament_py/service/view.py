@@ -56,15 +56,18 @@ _ENDS = {"task_completed": TaskState.COMPLETED, "task_failed": TaskState.FAILED}
 class ClusterView:
     """The daemon's tasks and machines as of change `seq`."""
 
-    def __init__(self, seq: int = 0) -> None:
+    def __init__(self, seq: int = 0, boot: str | None = None) -> None:
         self.seq = seq
+        self.boot = boot
+        """The daemon's boot `seq` was read from (None: not known yet)."""
         self.tasks: dict[int, ViewTask] = {}
         self.machines: dict[str, ViewMachine] = {}
 
     @classmethod
     def load(cls, client: Client, *, page: int = 1_000) -> ClusterView:
         """List the daemon's state and follow the changes made meanwhile (see the module)."""
-        view = cls(int(client.status()["seq"]))
+        status = client.status()
+        view = cls(int(status["seq"]), str(status["boot"]))
         for task in client.tasks(page=page):
             view.tasks[task.task_id] = ViewTask(task.job_id, task.state, task.machine_id)
         for machine in client.machines(page=page):
@@ -78,7 +81,8 @@ class ClusterView:
         """Apply every change the daemon has made since `seq`; returns how many."""
         count = 0
         while True:
-            page = client.changes(self.seq)
+            page = client.changes(self.seq, boot=self.boot)
+            self.boot = page.boot
             for change in page.changes:
                 self.apply(change)
             count += len(page.changes)
@@ -88,9 +92,12 @@ class ClusterView:
     def follow(self, client: Client, *, wait_s: float = 10.0) -> Iterator[Mapping[str, Any]]:
         """Apply the daemon's changes as they happen, yielding each after it is applied
         (endless; stop iterating to stop). RequestFailed (`gone`) if the view fell behind."""
-        for change in client.follow(self.seq, wait_s=wait_s):
-            self.apply(change)
-            yield change
+        while True:
+            page = client.changes(self.seq, wait_s=wait_s, boot=self.boot)
+            self.boot = page.boot
+            for change in page.changes:
+                self.apply(change)
+                yield change
 
     def running_on(self, machine_id: str) -> list[int]:
         """The tasks the view has running on `machine_id`, in id order."""
