@@ -92,7 +92,8 @@ __all__ = ["keys", "serve"]
     type=click.IntRange(0),
     default=250,
     show_default=True,
-    help="Refuse writes OVERLOADED (with a retry-after) while requests wait this long unread.",
+    help="Refuse writes OVERLOADED (with a retry-after) while the request loop has gone this "
+    "long without emptying its socket.",
 )
 @click.option("--max-message-bytes", type=click.IntRange(64), default=1 << 20, show_default=True)
 @click.option("--verbose", "-v", is_flag=True, help="Log the daemon's events to stderr.")
