@@ -738,12 +738,13 @@ def test_a_bad_decision_loses_its_round_and_nothing_else(tmp_path: Path, deltas:
     such a decision once escaped the loop and stopped the daemon)."""
     import msgpack
 
-    from firmament_py.service.daemon import SchedulingDaemon, _Round
+    from firmament_py.service.daemon import SchedulingDaemon
+    from firmament_py.service.daemon_rounds import RoundInFlight
 
     daemon = SchedulingDaemon(DaemonConfig(bind="tcp://127.0.0.1:*", journal=tmp_path / "j"))
     try:
         seq = daemon.service.seq
-        daemon._round = _Round(1, [], time.monotonic())
+        daemon._round = RoundInFlight(1, [], time.monotonic())
         answer = {"round": 1, "deltas": deltas, "cost": 0, "algorithm": "x", "timings": {}}
         real = daemon.link.socket
         daemon.link.socket = _AnswerOnce([b"decided", msgpack.packb(answer)])  # type: ignore[assignment]

@@ -34,6 +34,10 @@ has no high-water mark, so a scheduling process that falls behind never blocks a
 
 Binding anything but loopback requires CURVE keys (`firmament_py.service.keys`): clients without
 an allowed key cannot connect at all, so they get no reply of any kind.
+
+This module sets the daemon up and runs its loop and its requests; the rounds are
+`daemon_rounds.RoundDriver`'s, and where records go (journal, change feed, scheduling process)
+`daemon_core.DaemonCore`'s.
 """
 
 from __future__ import annotations
@@ -44,18 +48,17 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgpack
 import zmq
 from zmq.auth.thread import ThreadAuthenticator
 
-from firmament_py.service.changes import KEPT_ACROSS_RESTARTS, ChangeFeed, Watches
+from firmament_py.service.changes import ChangeFeed, Watches
 from firmament_py.service.clock import DaemonClock
 from firmament_py.service.daemon_config import DaemonConfig, DaemonError, check_config
+from firmament_py.service.daemon_core import pack
+from firmament_py.service.daemon_rounds import RoundDriver, RoundInFlight
 from firmament_py.service.endpoints import is_loopback, open_ipv6
 from firmament_py.service.journal import Journal, JournalError
 from firmament_py.service.keys import AllowedClients, start_authenticator
@@ -68,7 +71,6 @@ from firmament_py.service.protocol import (
     decode_request,
     encode_reply,
 )
-from firmament_py.service.rounds import RoundAnswer
 from firmament_py.service.state import ServiceState
 from firmament_py.service.worker_link import WorkerLink, WorkerLinkError
 
@@ -77,31 +79,11 @@ __all__ = ["DaemonConfig", "DaemonError", "SchedulingDaemon", "is_loopback"]
 _log = logging.getLogger(__name__)
 
 
-_FIRST_INIT_LIMIT = 256 << 20
-"""Bytes of records kept for the first scheduling process after a restart (`init-journal`) while
-it has not said hello; beyond them it is sent the state instead."""
-
 _READS = {"tasks": list_tasks, "machines": list_machines, "round": round_answer}
 """The read-only requests answered from the state as it is (`listing`)."""
 
 
-def _pack(value: Any) -> bytes:
-    return bytes(msgpack.packb(value, use_bin_type=True))
-
-
-@dataclass
-class _Round:
-    """The round the loop is running: asked of the scheduling process, then (`decided`) its
-    decisions journaled and applied a chunk per turn (`ServiceState.rounds.current`)."""
-
-    round_id: int
-    waiters: list[tuple[bytes, str]]
-    """The connections and request ids of the `schedule` requests it answers."""
-    started: float
-    decided: bool = False
-
-
-class SchedulingDaemon:
+class SchedulingDaemon(RoundDriver):
     """The daemon; `serve()` runs its loop in the calling thread until `stop()`."""
 
     def __init__(self, config: DaemonConfig) -> None:
@@ -129,7 +111,7 @@ class SchedulingDaemon:
             self.feed.add(after)
             # The first scheduling process rebuilds this state itself (`send_init_from_journal`)
             # from the snapshot's bytes, these records and those journaled until it says hello.
-            self._first_init: list[bytes] | None = [_pack(after)]
+            self._first_init: list[bytes] | None = [pack(after)]
             self._first_init_bytes = len(self._first_init[0])
             self._recovered_snapshot = self.journal.take_recovered_snapshot()
             self._clock = DaemonClock(
@@ -157,7 +139,7 @@ class SchedulingDaemon:
         """Writes refused OVERLOADED since the start (`status`)."""
         self.started = time.monotonic()
         self._stopping = threading.Event()
-        self._round: _Round | None = None
+        self._round: RoundInFlight | None = None
         self.boot = os.urandom(8).hex()
         """This process's id: a follower that saw another boot may have seen records a crash of
         the machine lost (`changes`)."""
@@ -177,7 +159,7 @@ class SchedulingDaemon:
                 cut_short.done,
                 len(cut_short.deltas),
             )
-            self._round = _Round(cut_short.round_id, [], time.monotonic(), decided=True)
+            self._round = RoundInFlight(cut_short.round_id, [], time.monotonic(), decided=True)
         self._context = zmq.Context()
         self._authenticator: ThreadAuthenticator | None = None
         self._allowed: AllowedClients | None = None
@@ -234,12 +216,6 @@ class SchedulingDaemon:
         self._poller = zmq.Poller()
         self._poller.register(self._router, zmq.POLLIN)
         self._poller.register(self._link.socket, zmq.POLLIN)
-
-    @property
-    def link(self) -> WorkerLink:
-        """The scheduling process and the socket to it."""
-        assert self._link is not None  # made before anything else could use it
-        return self._link
 
     # ------------------------------------------------------------------ the loop
 
@@ -342,27 +318,6 @@ class SchedulingDaemon:
         for reply in replies:
             self._router.send_multipart(reply)
 
-    def _commit(self, records: list[dict[str, Any]]) -> None:
-        """Queue `records` in the journal as one frame, forward the frame to the scheduling
-        process, and start a snapshot when one is due. The caller flushes before it answers
-        anything: a reply, even a read, may show these records' effects, so they must be as
-        safe as the fsync policy says first. A round's chunk is not flushed on its own; the
-        next turn's replies, or the round's answer, flush it (one fsync instead of two)."""
-        if records:
-            payload = _pack(records)
-            self.journal.append_packed(payload, len(records))
-            self.feed.add(records)
-            if self.link.ready:  # else the state it will be sent includes them
-                self.link.send([b"records", payload])
-            elif self._first_init is not None:
-                self._first_init.append(payload)
-                self._first_init_bytes += len(payload)
-                if self._first_init_bytes > _FIRST_INIT_LIMIT:  # no process says hello
-                    self._first_init = self._recovered_snapshot = None  # it gets the state
-        if self.journal.records_since_snapshot >= self.config.snapshot_every:
-            if self.journal.start_snapshot(self.service.seq, self._snapshot):
-                gc.freeze()  # see the module docstring
-
     def _behind_s(self) -> float:
         """How long the request loop has been reading full turns without emptying its socket
         (0 if the last turn emptied it): how far its intake lags the clients, roughly. While
@@ -446,192 +401,6 @@ class SchedulingDaemon:
         if record is not None:
             records.append(record)
         return encode_reply(request.request_id, reply.status, reply.reason, reply.body)
-
-    def _schedule(self, identity: bytes, request_id: str) -> bytes | None:
-        """The reply to a `schedule` request, or None if it waits for a round.
-
-        An id the state knows (`ServiceState.schedule_retry`) is a retry: it gets its round's
-        answer again, or waits for that round if it is in progress (one a restart resumed);
-        one that named another request is refused. A retry of an id that waits already moves
-        the answer to the latest connection. Any other id waits for the next round to start.
-        """
-        known = self.service.schedule_retry(request_id)
-        if known is not None:
-            if known.reply is not None:
-                reply = known.reply
-                return encode_reply(request_id, reply.status, reply.reason, reply.body)
-            assert self._round is not None and self._round.decided  # it is `rounds.current`
-            self._wait(self._round.waiters, identity, request_id)
-            return None
-        if request_id in self._waiting_ids:
-            waiting = [self._next_round_waiters]
-            if self._round is not None:
-                waiting.append(self._round.waiters)
-            for waiters in waiting:
-                if any(waiting_id == request_id for _, waiting_id in waiters):
-                    self._wait(waiters, identity, request_id)
-            return None
-        if len(self._next_round_waiters) >= self.config.max_schedule_waiters:
-            reason = f"{len(self._next_round_waiters)} schedule requests are waiting already"
-            return encode_reply(
-                request_id, Status.OVERLOADED, reason + "; try later", {"retry_after_ms": 100}
-            )
-        self._next_round_waiters.append((identity, request_id))
-        self._waiting_ids.add(request_id)
-        return None
-
-    def _fence_waiters(self) -> None:
-        """Refuse the `schedule` requests waiting for the next round: another manager registered
-        after they were accepted (those of the round in progress get its answer: its decisions
-        are applied whoever asked)."""
-        reason = f"another manager registered (epoch {self.service.epoch:,}) while this waited"
-        for identity, request_id in self._next_round_waiters:
-            body = {"epoch": self.service.epoch}
-            self._router.send_multipart(
-                [identity, encode_reply(request_id, Status.FENCED, reason, body)]
-            )
-            self._waiting_ids.discard(request_id)
-        self._next_round_waiters = []
-
-    @staticmethod
-    def _wait(waiters: list[tuple[bytes, str]], identity: bytes, request_id: str) -> None:
-        """`request_id` waits among `waiters`, answered on `identity` (its latest connection)."""
-        for index, (_, waiting_id) in enumerate(waiters):
-            if waiting_id == request_id:
-                waiters[index] = (identity, request_id)
-                return
-        waiters.append((identity, request_id))
-
-    def _start_round(self) -> None:
-        self._round_ids += 1
-        self._round = _Round(self._round_ids, self._next_round_waiters, time.monotonic())
-        self._next_round_waiters = []
-        self._last_round_start = self._round.started
-        # The replica's clock moves to the round's time; so does this state's, so that every
-        # later record is at that time or after (even if the wall clock steps back).
-        now = self._now()
-        self.service.advance(now)
-        if not self.link.send([b"decide", _pack([self._round.round_id, now])]):
-            reason = "the scheduling process was lost; try again"
-            self._answer_round(Status.ERROR, reason, {})
-
-    def _serve_worker(self) -> None:
-        while True:
-            try:
-                kind, *parts = self.link.socket.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            if kind == b"hello":  # a scheduling process (re)started and connected
-                if self._first_init is not None:
-                    self.link.send_init_from_journal(self._recovered_snapshot, self._first_init)
-                    self._first_init = self._recovered_snapshot = None
-                else:
-                    self.link.send_init(self.service.cluster)
-            elif kind == b"decided":
-                answer = msgpack.unpackb(parts[0], raw=False)
-                current = self._round
-                if current is None or current.decided or answer["round"] != current.round_id:
-                    continue  # a round of a worker that was restarted since
-                self._begin_round(current, answer)
-            elif kind == b"failed":
-                round_id, reason = msgpack.unpackb(parts[0], raw=False)
-                current = self._round
-                if current is not None and not current.decided and current.round_id == round_id:
-                    self._answer_round(Status.ERROR, f"the round failed: {reason}", {})
-            elif kind == b"diverged":
-                # A bug: the replica refused a record the state accepted. Start it afresh; a
-                # round whose decisions are being applied goes on (they need no replica).
-                reason = parts[0].decode(errors="replace")
-                _log.error("the scheduling process diverged (%s); restarting it", reason)
-                if self._round is not None and not self._round.decided:
-                    self._answer_round(Status.ERROR, f"replica diverged: {reason}", {})
-                self.link.start()
-
-    def _begin_round(self, current: _Round, decided: Mapping[str, Any]) -> None:
-        """Journal the round the scheduling process `decided` before applying any of it (see
-        `firmament_py.service.rounds`): a crash from now on leaves it to be finished by the
-        restarted daemon, so none of its decisions is lost. A round that decided nothing and
-        that nobody waits for is not journaled (nobody ever sees its number)."""
-        if not decided["deltas"] and not current.waiters:
-            self.rounds += 1
-            self._round = None
-            return
-        ids = [request_id for _, request_id in current.waiters]
-        elapsed_ms = (time.monotonic() - current.started) * 1000
-        try:
-            record, finished = self.service.begin_round(
-                current.round_id, ids, decided, self._now(), elapsed_ms
-            )
-        except ValueError as error:  # a bug: the round is lost, the daemon serves on
-            _log.exception("the scheduling process sent a bad round")
-            self._answer_round(Status.ERROR, f"internal error reading the round: {error}", {})
-            return
-        # Not forwarded: a round's record changes no task, and the replica made it.
-        self.journal.append_packed(_pack([record]), 1)
-        self.feed.add([record])
-        self._waiting_ids.difference_update(ids)  # remembered by the state from now on
-        current.decided = True
-        if finished is not None:
-            self._finish_round(finished)
-
-    def _apply_chunk(self) -> None:
-        """Apply the next chunk of the round's decisions, journal and forward its record; after
-        the last, answer and publish the round."""
-        current = self._round
-        assert current is not None and current.decided
-        elapsed_ms = (time.monotonic() - current.started) * 1000
-        try:
-            record, finished = self.service.apply_round_chunk(
-                self.config.decision_chunk, self._now(), elapsed_ms, self.config.lease_ms
-            )
-        except Exception as error:  # a bug: the rest of the round is lost, serving goes on
-            _log.exception("applying a round's decisions failed")
-            record, finished = self.service.abort_round(
-                f"internal error applying the round: {error}", self._now()
-            )
-        self._commit([record])
-        if finished is not None:
-            self._finish_round(finished)
-
-    def _finish_round(self, finished: RoundAnswer) -> None:
-        """Answer and publish a round once its last record is journaled."""
-        self._flush()  # before the answer acknowledges its decisions
-        if finished.status != Status.OK.value:
-            self._answer_round(Status(finished.status), finished.reason, {})
-            return
-        self.rounds += 1
-        if self._publisher is not None and finished.body["deltas"]:
-            self._publisher.send_multipart([b"deltas", _pack(finished.body)])
-        self._answer_round(Status.OK, "", finished.body)
-
-    def _snapshot(self) -> dict[str, Any]:
-        """What a journal snapshot holds: the state, and the last changes of the feed, so that
-        a restart does not answer every follower `gone` (`changes.KEPT_ACROSS_RESTARTS`)."""
-        return {**self.service.snapshot(), "changes": self.feed.packed(KEPT_ACROSS_RESTARTS)}
-
-    def _flush(self) -> None:
-        """Make the journal's records as safe as the fsync policy says, then answer the
-        `changes` requests that waited for them (or whose wait ended)."""
-        self.journal.flush()
-        for identity, reply in self._watches.wake():
-            self._router.send_multipart([identity, reply])
-
-    def _now(self) -> int:
-        """The time of something happening now (`clock`), never before the state's."""
-        return self.service.clock(self._clock.now())
-
-    def _answer_round(self, status: Status, reason: str, body: Mapping[str, Any]) -> None:
-        """Answer the `schedule` requests waiting for the current round, which ends. The state
-        keeps a journaled round's answer for retries; an error before the round was journaled
-        is not kept (nothing changed: a retry waits for the next round)."""
-        if self._round is None:
-            return
-        self._flush()  # the chunks applied so far, even if the round failed after them
-        for identity, request_id in self._round.waiters:
-            reply = encode_reply(request_id, status, reason, body)
-            self._router.send_multipart([identity, reply])
-            self._waiting_ids.discard(request_id)
-        self._round = None
 
     # ------------------------------------------------------------------ status and closing
 
