@@ -22,6 +22,7 @@ from firmament_py.sim.experiment import (
     save_figure,
 )
 from firmament_py.sim.figures.series import (
+    ALGORITHM_LABELS,
     check_costs,
     count_seeds,
     format_times,
@@ -124,8 +125,8 @@ def claims(p: Fig816Params, measurements: list[Measurement]) -> list[Claim]:
         )
         slowest_ours = (
             f"at {top:g}%: relaxation {format_duration(relax[top])}, cost scaling "
-            f"{format_duration(cs[top])} ({format_times(ratio(relax[top], cs[top]))}), race "
-            f"{format_duration(race[top])}"
+            f"{format_duration(cs[top])} ({format_times(ratio(relax[top], cs[top]))}), "
+            f"{ALGORITHM_LABELS.get(p.race, p.race).split(' (')[0]} {format_duration(race[top])}"
         )
     else:
         crossover_ours = slowest_ours = "no job round measured"
