@@ -64,21 +64,41 @@ def test_records_seen_from_another_boot_past_what_recovery_found_are_gone() -> N
     assert status({"after": 7}) == "ok"  # a follower that does not say
 
 
+def _add(feed: ChangeFeed, first: int, last: int) -> None:
+    """Records `first` to `last`, each in a frame of its own (as single requests journal them)."""
+    for record in _records(first, last):
+        feed.add([record])
+
+
 def test_the_feed_answers_in_order_and_says_when_it_cannot() -> None:
     feed = ChangeFeed(base=10, window=5)
-    feed.add(_records(11, 13))
+    _add(feed, 11, 13)
     assert feed.since(10, 100) == (_records(11, 13), False)
     assert feed.since(11, 1) == (_records(12, 12), True)
     assert feed.since(13, 100) == ([], False)
-    feed.add(_records(14, 17))  # 11 and 12 drop out of the window of five
+    _add(feed, 14, 17)  # 11 and 12 drop out of the window of five
     assert feed.base == 12
     assert feed.since(12, 100) == (_records(13, 17), False)
     with pytest.raises(FeedGone, match="no longer kept"):
         feed.since(11, 100)
     with pytest.raises(FeedGone, match="beyond the last one written"):
         feed.since(18, 100)
-    with pytest.raises(ValueError, match="does not follow"):
+    with pytest.raises(ValueError, match="do not follow"):
         feed.add(_records(19, 19))
+
+
+def test_the_feed_keeps_frames_whole_and_answers_from_inside_one() -> None:
+    """A batch's records are one frame: a request may start in its middle, and the frame drops
+    out of the window whole, once the frames after it hold the window's records."""
+    feed = ChangeFeed(base=0, window=4)
+    feed.add(_records(1, 3))
+    feed.add(_records(4, 6))
+    assert feed.since(1, 3) == (_records(2, 4), True)
+    assert (feed.base, feed.since(2, 100)) == (0, (_records(3, 6), False))
+    feed.add(_records(7, 7))  # 4-7 are the window: the first frame goes
+    assert feed.base == 3
+    restored = ChangeFeed.unpacked(7, feed.packed(5), window=4)
+    assert (restored.base, restored.since(3, 100)) == (3, (_records(4, 7), False))
 
 
 def test_a_waiting_request_is_woken_by_a_record_or_the_end_of_its_wait() -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,15 +53,23 @@ class FeedGone(Exception):
 
 
 class ChangeFeed:
-    """The last `window` journal records, by sequence number; `base` is the sequence number
-    the kept records follow (the feed can answer for any `after` from `base` on)."""
+    """The last `window` or so journal records, by sequence number; `base` is the sequence number
+    the kept records follow (the feed can answer for any `after` from `base` on).
+
+    Records are kept as the msgpack frames the daemon journals (a list of records each), not as
+    objects: a hundred thousand records' dicts, always churning, would keep the cyclic garbage
+    collector walking them, and the request loop's tail latency with it. A request unpacks the
+    frames it reads. Whole frames drop out of the window, the oldest first, once the rest hold
+    `window` records."""
 
     def __init__(self, base: int, window: int = DEFAULT_WATCH_WINDOW) -> None:
         if window < 1:
             raise ValueError(f"a change feed keeps at least one record, not {window}")
         self.window = window
         self.base = base
-        self._records: deque[Mapping[str, Any]] = deque()
+        self._seq = base
+        self._frames: deque[tuple[int, int, bytes]] = deque()  # (first seq, count, frame)
+        self._count = 0
 
     @classmethod
     def unpacked(cls, base: int, packed: bytes, window: int = DEFAULT_WATCH_WINDOW) -> ChangeFeed:
@@ -76,25 +84,44 @@ class ChangeFeed:
 
     def packed(self, limit: int) -> bytes:
         """The last `limit` records, packed for a snapshot (`unpacked` reads them back)."""
-        kept = list(self._records)[-limit:] if limit else []
-        return bytes(msgpack.packb(kept, use_bin_type=True))
+        kept: list[Any] = []
+        for _, _, frame in reversed(self._frames):
+            if len(kept) >= limit:
+                break
+            kept[:0] = msgpack.unpackb(frame, raw=False)
+        return bytes(
+            msgpack.packb(kept[max(0, len(kept) - limit) :] if limit else [], use_bin_type=True)
+        )
 
     @property
     def seq(self) -> int:
         """The last sequence number the feed holds (`base` if it holds none)."""
-        return self._records[-1]["seq"] if self._records else self.base
+        return self._seq
 
-    def add(self, records: Iterable[Mapping[str, Any]]) -> None:
-        """Keep `records`, which follow the last one kept (older ones drop out of the window).
-        ValueError for a record that does not follow: the feed would answer with a gap."""
-        for record in records:
-            if record["seq"] != self.seq + 1:
-                raise ValueError(f"record {record['seq']} does not follow record {self.seq}")
-            self._records.append(record)
-            if len(self._records) > self.window:
-                self.base = self._records.popleft()["seq"]
+    def add(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Keep `records`, which follow the last one kept, in order (packed here: the daemon
+        passes the frame it journals to `add_frame` instead)."""
+        if records:
+            self.add_frame(bytes(msgpack.packb(records, use_bin_type=True)), records)
 
-    def since(self, after: int, limit: int) -> tuple[list[Mapping[str, Any]], bool]:
+    def add_frame(self, frame: bytes, records: Sequence[Mapping[str, Any]]) -> None:
+        """Keep `frame`, the msgpack list of `records`, which follow the last one kept, in
+        order; older frames drop out of the window. ValueError for records that do not follow
+        (the feed would answer with a gap)."""
+        first, count = records[0]["seq"], len(records)
+        if first != self._seq + 1 or records[-1]["seq"] != first + count - 1:
+            raise ValueError(
+                f"records {first} to {records[-1]['seq']} do not follow record {self._seq} in order"
+            )
+        self._frames.append((first, count, frame))
+        self._seq += count
+        self._count += count
+        while self._count - self._frames[0][1] >= self.window:
+            dropped_first, dropped, _ = self._frames.popleft()
+            self._count -= dropped
+            self.base = dropped_first + dropped - 1
+
+    def since(self, after: int, limit: int) -> tuple[list[Any], bool]:
         """Up to `limit` records after sequence number `after`, in order, and whether more
         follow them. FeedGone if some record after `after` is no longer kept."""
         if after > self.seq:
@@ -110,10 +137,16 @@ class ChangeFeed:
                 f"after record {self.base:,}): list the tasks and machines again and follow "
                 "the changes after the listing's seq"
             )
-        start = after - self.base  # records are consecutive: the one after `after` is here
-        end = min(len(self._records), start + limit)
-        kept = self._records
-        return [kept[i] for i in range(start, end)], end < len(kept)
+        out: list[Any] = []
+        for first, count, frame in self._frames:
+            if first + count - 1 <= after:
+                continue
+            records = msgpack.unpackb(frame, raw=False)
+            out += records[max(0, after + 1 - first) :]
+            if len(out) >= limit:
+                break
+        page = out[:limit]
+        return page, bool(page) and page[-1]["seq"] < self.seq
 
 
 @dataclass

@@ -65,7 +65,7 @@ class DaemonCore:
         if records:
             payload = pack(records)
             self.journal.append_packed(payload, len(records))
-            self.feed.add(records)
+            self.feed.add_frame(payload, records)
             if self.link.ready:  # else the state it will be sent includes them
                 self.link.send([b"records", payload])
             elif self._first_init is not None:

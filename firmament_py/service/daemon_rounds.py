@@ -171,8 +171,9 @@ class RoundDriver(DaemonCore):
             self._answer_round(Status.ERROR, f"internal error reading the round: {error}", {})
             return
         # Not forwarded: a round's record changes no task, and the replica made it.
-        self.journal.append_packed(pack([record]), 1)
-        self.feed.add([record])
+        frame = pack([record])
+        self.journal.append_packed(frame, 1)
+        self.feed.add_frame(frame, [record])
         self._waiting_ids.difference_update(ids)  # remembered by the state from now on
         current.decided = True
         if finished is not None:
