@@ -77,7 +77,8 @@ class ChangeFeed:
         snapshot after record `base` kept); an empty feed from `base` if none were kept."""
         records = msgpack.unpackb(packed, raw=False) if packed else []
         feed = cls(base - len(records), window)
-        feed.add(records)
+        if records:
+            feed.add_frame(packed, records)  # the snapshot's bytes, kept as they are
         if feed.seq != base:
             raise ValueError(f"the changes kept end at record {feed.seq}, not {base}")
         return feed

@@ -108,10 +108,12 @@ class SchedulingDaemon(RoundDriver):
                 base, (payload or {}).get("changes", b""), config.watch_window
             )
             after = [record for record in records if record["seq"] > base]
-            self.feed.add(after)
+            frame = pack(after)  # packed once: for the feed and the first scheduling process
+            if after:
+                self.feed.add_frame(frame, after)
             # The first scheduling process rebuilds this state itself (`send_init_from_journal`)
             # from the snapshot's bytes, these records and those journaled until it says hello.
-            self._first_init: list[bytes] | None = [pack(after)]
+            self._first_init: list[bytes] | None = [frame]
             self._first_init_bytes = len(self._first_init[0])
             self._recovered_snapshot = self.journal.take_recovered_snapshot()
             self._clock = DaemonClock(
