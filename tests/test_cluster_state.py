@@ -4,6 +4,7 @@ loss re-queuing tasks, time accounting, and invariants under random sequences of
 from __future__ import annotations
 
 import contextlib
+import io
 import pickle
 from collections import Counter
 from collections.abc import Callable
@@ -193,6 +194,22 @@ def test_an_unpickled_state_shares_the_zero_request_again() -> None:
     copy.apply(TaskRemoved(time=2, task_id=3))
     copy.validate()
     assert copy.machine("m").reserved == NO_RESOURCES
+
+
+def test_a_state_pickled_before_zero_requests_were_shared_shares_them_on_load() -> None:
+    # Older snapshots pickled every zero request as a vector of its own.
+    class OldPickler(pickle.Pickler):
+        def reducer_override(self, obj: object) -> object:
+            if type(obj) is Resources:
+                return (Resources, obj.as_tuple())
+            return NotImplemented
+
+    cluster = cluster_with(machine("m", slots=4), submit(1, "j"), submit(2, "j", request=CPU))
+    buffer = io.BytesIO()
+    OldPickler(buffer).dump(cluster)
+    copy = pickle.loads(buffer.getvalue())
+    assert [copy.task(t).request is NO_RESOURCES for t in (1, 2)] == [True, False]
+    assert copy.task(2).request == CPU
 
 
 def test_completing_a_task_that_does_not_run_is_an_illegal_transition() -> None:

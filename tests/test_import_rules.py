@@ -81,10 +81,11 @@ def room(module: str) -> str:
 ALLOWED = {
     "model": set(),
     "jit": set(),
+    "catalog": set(),
     "flow": {"jit"},
-    "solvers": {"flow", "jit", "parent_death"},
-    "sdk": {"model", "firmament_py.flow.limits"},
-    "scheduler": {"model", "flow", "jit", "solvers", "sdk"},
+    "solvers": {"flow", "jit", "parent_death", "catalog"},
+    "sdk": {"model", "firmament_py.flow.limits", "catalog"},
+    "scheduler": {"model", "flow", "jit", "solvers", "sdk", "catalog"},
     "policies": {"sdk"},
 }
 
@@ -154,3 +155,15 @@ def test_the_model_and_the_sdk_load_without_numba(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert loaded.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("module", ["firmament_py.service.cli", "firmament_py.catalog"])
+def test_the_daemon_starts_without_the_solvers_or_the_sdk(module: str) -> None:
+    # The daemon checks its policy and solver by name (`catalog`); its scheduling process is
+    # what builds them. Loading them here would cost every restart the compiled kernels.
+    heavy = ("numba", "numpy", "firmament_py.solvers", "firmament_py.sdk")
+    code = f"import sys, {module}; print([m for m in {heavy!r} if m in sys.modules])"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert loaded.stdout.strip() == "[]"

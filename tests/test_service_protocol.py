@@ -251,12 +251,28 @@ def test_a_snapshot_from_before_requests_were_kept_still_answers_retries() -> No
     service.apply_request(request("node_added", {"machines": [MACHINE]}, "add"), 1)
     service.apply_request(request("task_submitted", {"task_id": 1, "job_id": "j"}, "sub"), 2)
     snapshot = service.snapshot()
-    snapshot["applied"] = [entry[:2] for entry in snapshot["applied"]]  # ids and seqs only
+    # Written before digests were kept, and before the ids were kept whole: ids and seqs only.
+    applied = snapshot.pop("applied_ids")
+    snapshot["applied"] = [(request_id, seq) for request_id, (seq, _) in applied.items()]
     restored = ServiceState.from_snapshot(pickle.loads(pickle.dumps(snapshot)))
     reply, record = restored.apply_request(
         request("task_submitted", {"task_id": 1, "job_id": "j"}, "sub"), 3
     )
     assert reply.reason == "already applied" and record is None
+
+
+def test_a_restart_with_a_smaller_dedup_window_keeps_the_latest_ids() -> None:
+    service = ServiceState()
+    service.apply_request(request("node_added", {"machines": [MACHINE]}, "add"), 1)
+    for task_id in (1, 2, 3):
+        body = {"task_id": task_id, "job_id": "j"}
+        service.apply_request(request("task_submitted", body, f"sub{task_id}"), 2)
+    snapshot = pickle.loads(pickle.dumps(service.snapshot()))
+    restored = ServiceState.from_snapshot(snapshot, dedup_window=2)
+    for task_id, answer in ((3, "already applied"), (2, "already applied"), (1, "")):
+        body = {"task_id": task_id, "job_id": "j"}
+        reply, _ = restored.apply_request(request("task_submitted", body, f"sub{task_id}"), 3)
+        assert (reply.reason == "already applied") == (answer == "already applied")
 
 
 def test_replaying_the_records_gives_an_equal_state() -> None:

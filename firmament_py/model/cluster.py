@@ -91,9 +91,9 @@ class ClusterState:
         self._machines_joined_or_left = 0
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        # Unpickled (a snapshot, the daemon's scheduling process), a slot-only request is a
-        # zero vector of its own; make it the shared `NO_RESOURCES` again, which placements
-        # skip the arithmetic for. The pickled form stays the default one.
+        # Unpickled (a snapshot, the daemon's scheduling process), a slot-only request is the
+        # shared `NO_RESOURCES`, which placements skip the arithmetic for (`Resources.__reduce__`);
+        # in a snapshot pickled before that, a zero vector of its own, made the shared one here.
         self.__dict__.update(state)
         if "_slots" not in state:  # pickled before the total was kept
             self._slots = sum(machine.slots for machine in self._machines.values())
@@ -103,8 +103,13 @@ class ClusterState:
             self._machine_clock = 0
             self._machine_touches = {}
             self._machines_joined_or_left = 0
-        for task in self._tasks.values():
-            if task.request is not NO_RESOURCES and task.request == NO_RESOURCES:
+        for task in self._tasks.values():  # pickled before zero vectors pickled as the shared one
+            request = task.request
+            if (
+                request is not NO_RESOURCES
+                and not request.cpu_millicores
+                and request == NO_RESOURCES
+            ):
                 task.request = NO_RESOURCES
 
     # ------------------------------------------------------------------ reading

@@ -20,7 +20,7 @@ and every sum or difference, must fit in int64: arithmetic that would leave that
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -48,6 +48,15 @@ class Resources:
     def __post_init__(self) -> None:
         for name in self.DIMENSIONS:
             check_int64(name, getattr(self, name))
+
+    def __reduce__(self) -> tuple[Callable[..., Resources], tuple[int, ...]]:
+        """A zero vector unpickles as `NO_RESOURCES` (a slot-only request is the shared zero
+        again, which placements skip the arithmetic for, and a snapshot holding a hundred
+        thousand of them builds none); any other as its values."""
+        values = self.as_tuple()
+        if not any(values):
+            return (_no_resources, ())
+        return (Resources, values)
 
     def as_tuple(self) -> tuple[int, int, int, int, int]:
         """The values in the order of `DIMENSIONS`."""
@@ -168,3 +177,8 @@ def _from_checked_sum(cpu: int, ram: int, disk: int, rx: int, tx: int) -> Resour
 
 NO_RESOURCES = Resources()
 """The zero vector: the request of a task that only needs a slot."""
+
+
+def _no_resources() -> Resources:
+    """`NO_RESOURCES`, as an unpickled zero vector is made."""
+    return NO_RESOURCES

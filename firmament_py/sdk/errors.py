@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["POLICY_ENTRY_POINT_GROUP", "PolicyError", "UnknownPolicyError"]
+from firmament_py.catalog import POLICY_ENTRY_POINT_GROUP
 
-POLICY_ENTRY_POINT_GROUP = "firmament_py.policies"
-"""Policies are found through this entry-point group; the entry point's name is the policy's."""
+__all__ = ["POLICY_ENTRY_POINT_GROUP", "PolicyError", "UnknownPolicyError"]
 
 
 class PolicyError(Exception):

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from firmament_py.sdk.discovery import unknown_policy
+from firmament_py.catalog import unknown_policy
 from firmament_py.service.changes import DEFAULT_WATCH_WINDOW
 from firmament_py.service.daemon import DaemonConfig, DaemonError, SchedulingDaemon
 from firmament_py.service.journal import FSYNC_POLICIES, JournalError

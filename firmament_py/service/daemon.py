@@ -49,10 +49,9 @@ import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import zmq
-from zmq.auth.thread import ThreadAuthenticator
 
 from firmament_py.service.changes import ChangeFeed, Watches
 from firmament_py.service.clock import DaemonClock
@@ -73,6 +72,9 @@ from firmament_py.service.protocol import (
 )
 from firmament_py.service.state import ServiceState
 from firmament_py.service.worker_link import WorkerLink, WorkerLinkError
+
+if TYPE_CHECKING:
+    from zmq.auth.thread import ThreadAuthenticator
 
 __all__ = ["DaemonConfig", "DaemonError", "SchedulingDaemon", "is_loopback"]
 
@@ -96,6 +98,11 @@ class SchedulingDaemon(RoundDriver):
             self.journal = Journal(config.journal, fsync=config.fsync)
         except OSError as error:  # cannot be made: a file there, no permission, ...
             raise JournalError(f"cannot use {config.journal} for the journal: {error}") from error
+        # The recovered state is long-lived and holds no cycles: collections while it is
+        # built (a snapshot's hundred thousand tasks set off dozens) would only walk it, and
+        # it is frozen whole below.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             payload, records = self.journal.recover()
             if payload is None:
@@ -128,7 +135,9 @@ class SchedulingDaemon(RoundDriver):
                     f"cannot read the journal in {config.journal}: {error}"
                 ) from error
             raise
-        gc.collect()
+        finally:
+            if collecting:
+                gc.enable()
         gc.freeze()  # see the module docstring
         _log.info(
             "journal %s: recovered up to record %d (%d replayed)",

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from firmament_py.sdk.discovery import unknown_policy
+from firmament_py.catalog import unknown_policy, unknown_solver
 from firmament_py.service.changes import DEFAULT_WATCH_WINDOW
 from firmament_py.service.endpoints import TRANSPORTS, is_loopback
 from firmament_py.service.keys import CurveServerKeys
 from firmament_py.service.state import DEFAULT_DEDUP_WINDOW
-from firmament_py.solvers.registry import solver_factory
 
 __all__ = ["DaemonConfig", "DaemonError", "check_config"]
 
@@ -72,13 +71,19 @@ def check_config(config: DaemonConfig) -> None:
                 f"{endpoint!r} is not a ZeroMQ endpoint: use tcp://HOST:PORT or ipc://PATH"
             )
     # The scheduling process builds the policy and the solver: one it cannot build would
-    # exit at start, again and again, and never schedule.
+    # exit at start, again and again, and never schedule. Checked by name, not built: this
+    # process never loads either (`catalog`), which keeps a restart short.
     if (problem := unknown_policy(config.policy)) is not None:
         raise DaemonError(problem)
-    try:
-        solver_factory(config.solver, **config.solver_options)
-    except ValueError as error:
-        raise DaemonError(str(error)) from error
+    if (problem := unknown_solver(config.solver, config.solver_options)) is not None:
+        raise DaemonError(problem)
+    if ":" in config.solver:  # a third-party class: only importing it can tell
+        from firmament_py.solvers.registry import solver_factory
+
+        try:
+            solver_factory(config.solver, **config.solver_options)
+        except ValueError as error:
+            raise DaemonError(str(error)) from error
     if not is_loopback(config.bind) and config.curve is None:
         raise DaemonError(
             f"binding {config.bind} reaches beyond this machine: give CURVE keys "

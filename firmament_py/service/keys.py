@@ -18,10 +18,13 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import zmq
 import zmq.auth
-from zmq.auth.thread import ThreadAuthenticator
+
+if TYPE_CHECKING:  # loaded when a daemon with keys starts: it brings asyncio, 40 ms at start
+    from zmq.auth.thread import ThreadAuthenticator
 
 __all__ = [
     "AllowedClients",
@@ -118,6 +121,8 @@ def start_authenticator(
     context: zmq.Context[zmq.Socket[bytes]], keys: CurveServerKeys
 ) -> ThreadAuthenticator:
     """Start ZeroMQ's authenticator on `context`, allowing the keys in `keys.clients`."""
+    from zmq.auth.thread import ThreadAuthenticator
+
     authenticator = ThreadAuthenticator(context)
     authenticator.start()
     authenticator.configure_curve(domain="*", location=str(keys.clients))

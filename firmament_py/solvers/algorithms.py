@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from firmament_py.catalog import SOLVER_ALIASES
 from firmament_py.solvers.base import FlowSolver
 from firmament_py.solvers.cost_scaling import CostScalingSolver
 from firmament_py.solvers.relaxation import RelaxationSolver
@@ -39,7 +40,7 @@ ALGORITHMS: dict[str, Callable[..., FlowSolver]] = {
 RACES = ("race", "firmament-race")
 """The names `registry.py` gives to races (solvers in worker processes, never built here)."""
 
-ALIASES = {"relax": "relaxation", "cs": "cost-scaling", "cost_scaling": "cost-scaling"}
+ALIASES = SOLVER_ALIASES
 
 
 def algorithm_factory(
