@@ -246,14 +246,21 @@ def test_a_used_request_id_with_a_different_request_is_refused_however_it_was_re
         assert fingerprint(restored) == before
 
 
-def test_a_snapshot_from_before_requests_were_kept_still_answers_retries() -> None:
+@pytest.mark.parametrize("with_digests", [False, True])
+def test_a_snapshot_from_before_the_ids_were_kept_whole_still_answers_retries(
+    with_digests: bool,
+) -> None:
     service = ServiceState()
     service.apply_request(request("node_added", {"machines": [MACHINE]}, "add"), 1)
     service.apply_request(request("task_submitted", {"task_id": 1, "job_id": "j"}, "sub"), 2)
     snapshot = service.snapshot()
-    # Written before digests were kept, and before the ids were kept whole: ids and seqs only.
+    # Written before the ids were kept whole: a list of (id, seq, digest), and before digests
+    # were kept, of (id, seq).
     applied = snapshot.pop("applied_ids")
-    snapshot["applied"] = [(request_id, seq) for request_id, (seq, _) in applied.items()]
+    snapshot["applied"] = [
+        (request_id, seq, digest)[: 3 if with_digests else 2]
+        for request_id, (seq, digest) in applied.items()
+    ]
     restored = ServiceState.from_snapshot(pickle.loads(pickle.dumps(snapshot)))
     reply, record = restored.apply_request(
         request("task_submitted", {"task_id": 1, "job_id": "j"}, "sub"), 3

@@ -128,6 +128,7 @@ class SchedulingDaemon(RoundDriver):
             )
             # Placements still unconfirmed could not be confirmed while the daemon was down.
             self.service.leases.grace(self._clock.now())
+            gc.freeze()  # before collecting again: see the module docstring
         except BaseException as error:
             self.journal.close()  # releases its lock: another daemon may try it
             if isinstance(error, OSError):
@@ -138,7 +139,6 @@ class SchedulingDaemon(RoundDriver):
         finally:
             if collecting:
                 gc.enable()
-        gc.freeze()  # see the module docstring
         _log.info(
             "journal %s: recovered up to record %d (%d replayed)",
             config.journal,

@@ -24,6 +24,10 @@ complete snapshot and the logs after it. `write_snapshot` does this in the calle
 serving while a large state is pickled) and `poll_snapshot` reaps the child and deletes what
 its snapshot made unnecessary. The child dies with its parent, and gives up its share of the
 directory's lock at once, so a restarted daemon is never locked out by it.
+
+A journal is read by the version of the daemon that wrote it or a later one: snapshots gain
+fields as the daemon does (a later version loads an older snapshot with defaults), and an older
+daemon cannot read a newer snapshot.
 """
 
 from __future__ import annotations

@@ -148,7 +148,8 @@ class ServiceState:
     # ------------------------------------------------------------------ snapshots
 
     def snapshot(self) -> dict[str, Any]:
-        """What a journal snapshot holds (picklable)."""
+        """What a journal snapshot holds (picklable): the live state's own objects, not copies,
+        to be pickled at once (the daemon does it in a forked child, or right away)."""
         return {
             "seq": self.seq,
             "cluster": self.cluster,
@@ -170,7 +171,7 @@ class ServiceState:
         service = cls(payload["cluster"], seq=payload["seq"], dedup_window=dedup_window)
         if "applied_ids" in payload:
             service._applied = payload["applied_ids"]
-            while len(service._applied) > dedup_window:  # a restart with a smaller window
+            while service._applied and len(service._applied) > dedup_window:  # a smaller window
                 service._applied.popitem(last=False)
         else:  # an older snapshot
             for request_id, seq, *digest in payload["applied"]:
