@@ -155,7 +155,10 @@ class _Bisector:
                     partition=(set(start[0]), set(start[1])),
                     weight="weight",
                 )
-                candidates.append((frozenset(refined[0]), frozenset(refined[1])))
+                # networkx does not keep the sides in the order given (3.6 swaps them), and
+                # which side gets `ka` parts matters whenever ka != kb: both are candidates.
+                one, other = frozenset(refined[0]), frozenset(refined[1])
+                candidates += [(one, other), (other, one)]
 
         def score(pair: tuple[frozenset[int], frozenset[int]]) -> float:
             a, b = pair
