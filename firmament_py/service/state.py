@@ -174,10 +174,8 @@ class ServiceState:
             while service._applied and len(service._applied) > dedup_window:  # a smaller window
                 service._applied.popitem(last=False)
         else:  # an older snapshot
-            for request_id, seq, *digest in payload["applied"]:
-                service._remember(
-                    request_id, seq, digest[0] if digest else None
-                )  # older: no digest
+            for request_id, seq, *digest in payload["applied"]:  # older still: no digest
+                service._remember(request_id, seq, digest[0] if digest else None)
         if "rounds" in payload:  # older snapshots kept no rounds: numbering starts again at 1
             service.rounds = RoundBook.restore(payload["rounds"])
         service.epoch = payload.get("epoch", 0)  # older snapshots: nobody had registered
