@@ -85,7 +85,7 @@ ALLOWED = {
     "flow": {"jit"},
     "solvers": {"flow", "jit", "parent_death", "catalog"},
     "sdk": {"model", "firmament_py.flow.limits", "catalog"},
-    "scheduler": {"model", "flow", "jit", "solvers", "sdk", "catalog"},
+    "scheduler": {"model", "flow", "jit", "solvers", "sdk"},
     "policies": {"sdk"},
 }
 

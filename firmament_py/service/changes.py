@@ -138,10 +138,15 @@ class ChangeFeed:
                 f"after record {self.base:,}): list the tasks and machines again and follow "
                 "the changes after the listing's seq"
             )
-        out: list[Any] = []
-        for first, count, frame in self._frames:
+        # The frames holding records after `after`, found from the newest end: a follower
+        # asks for the last few records, and the window holds up to a hundred thousand.
+        reading: list[tuple[int, bytes]] = []
+        for first, count, frame in reversed(self._frames):
             if first + count - 1 <= after:
-                continue
+                break
+            reading.append((first, frame))
+        out: list[Any] = []
+        for first, frame in reversed(reading):
             records = msgpack.unpackb(frame, raw=False)
             out += records[max(0, after + 1 - first) :]
             if len(out) >= limit:
