@@ -22,6 +22,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from firmament_py.cli.params import FiniteFloatRange
 from firmament_py.collector import settled as settled_collector
+from firmament_py.dashboard.address import DashboardError, parse_address
+from firmament_py.dashboard.board import Board
+from firmament_py.dashboard.page import report_html
+from firmament_py.dashboard.server import DashboardServer
+from firmament_py.dashboard.sim_feed import SimulationFeed
 from firmament_py.sdk import PolicyError, load_policy
 from firmament_py.sim.google_trace import BadRow, TraceError
 from firmament_py.sim.report import (
@@ -211,19 +216,88 @@ def _base_job(policy: str, solver: str, workload: dict[str, Any]) -> SimulationJ
     type=click.Path(file_okay=False),
     default="simulation",
     show_default=True,
-    help="Where rounds.csv, tasks.csv, summary.json and the plots go.",
+    help="Where rounds.csv, tasks.csv, summary.json, the plots and report.html go.",
 )
-@click.option("--plots/--no-plots", default=True, show_default=True)
+@click.option(
+    "--plots/--no-plots",
+    default=True,
+    show_default=True,
+    help="Also draw the plots and report.html (the dashboard's views of the finished run).",
+)
+@click.option(
+    "--dashboard",
+    metavar="HOST:PORT",
+    help="Serve a live page of the run on this loopback address (port 0: any free port).",
+)
+@click.option(
+    "--hold/--no-hold",
+    default=True,
+    show_default=True,
+    help="With --dashboard: keep serving the page after the run, until Ctrl-C.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
-def simulate(policy: str, solver: str, out: str, plots: bool, quiet: bool, **workload: Any) -> None:
+def simulate(
+    policy: str,
+    solver: str,
+    out: str,
+    plots: bool,
+    dashboard: str | None,
+    hold: bool,
+    quiet: bool,
+    **workload: Any,
+) -> None:
     """Replay a workload against the real scheduler in simulated time; write per-round and
-    per-task CSVs, a JSON summary and plots to --out, and print a summary."""
+    per-task CSVs, a JSON summary, plots and report.html to --out, and print a summary."""
     with settled_collector():  # the work is rounds: see `firmament_py.collector`
-        _simulate(policy, solver, out, plots, quiet, workload)
+        _simulate(policy, solver, out, plots, quiet, workload, _Watch(dashboard, hold))
+
+
+class _Watch:
+    """The run's board, when something shows it: the live page (`--dashboard`), report.html."""
+
+    def __init__(self, address: str | None, hold: bool) -> None:
+        self.address, self.hold = address, hold
+        if address is not None:
+            try:
+                parse_address(address)  # before the run, not after it
+            except DashboardError as error:
+                raise click.BadParameter(str(error), param_hint="--dashboard") from None
+        self.server: DashboardServer | None = None
+
+    def start(self, job: SimulationJob, plots: bool, err: Console) -> SimulationFeed | None:
+        if self.address is None and not plots:
+            return None
+        board = Board(
+            f"simulation of {job.describe()}: policy {job.policy}, solver {job.solver}",
+            seq_label="events",
+        )
+        if self.address is not None:
+            try:
+                self.server = DashboardServer(board, self.address).start()
+            except DashboardError as error:
+                raise click.ClickException(str(error)) from None
+            err.print(f"dashboard on [bold]{self.server.url}[/]", soft_wrap=True)
+        return SimulationFeed(board)
+
+    def finish(self, err: Console) -> None:
+        if self.server is None:
+            return
+        if self.hold:
+            err.print("the run is over; the dashboard serves on until Ctrl-C", soft_wrap=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                while True:
+                    time.sleep(3_600)
+        self.server.stop()
 
 
 def _simulate(
-    policy: str, solver: str, out: str, plots: bool, quiet: bool, workload: dict[str, Any]
+    policy: str,
+    solver: str,
+    out: str,
+    plots: bool,
+    quiet: bool,
+    workload: dict[str, Any],
+    watch: _Watch,
 ) -> None:
     job = _base_job(policy, solver, workload)
     duration = job.duration_s
@@ -231,6 +305,7 @@ def _simulate(
     directory.mkdir(parents=True, exist_ok=True)  # a bad --out fails now, not after the run
     err = Console(stderr=True)
     bad_rows: list[BadRow] = []
+    feed = watch.start(job, plots, err)
     try:
         kernels_s = _load_kernels(job, err, quiet)
         with Progress(
@@ -246,12 +321,24 @@ def _simulate(
             def progress(now: int) -> None:
                 bar.update(task, completed=min(duration, now / 1_000_000))
 
-            result = run_job(job, progress=progress, on_bad_row=bad_rows.append, warmed_up=True)
+            result = run_job(
+                job,
+                progress=progress,
+                on_bad_row=bad_rows.append,
+                warmed_up=True,
+                observer=feed,
+            )
             bar.update(task, completed=duration)
     except (PolicyError, SolverError, TraceError) as error:
+        watch.finish(err)
         raise click.ClickException(str(error)) from None
     if plots:
         paths = write_report(result, directory)
+        if feed is not None:
+            page = report_html(feed.board.frame(), title=f"firmament-py: {job.describe()}")
+            report = directory / "report.html"
+            report.write_text(page, encoding="utf-8")
+            paths.append(report)
     else:
         paths = [
             write_rounds_csv(result, directory / "rounds.csv"),
@@ -276,6 +363,7 @@ def _simulate(
             soft_wrap=True,
         )
         err.print(f"wrote {len(paths)} files to {escape(str(directory))}/", soft_wrap=True)
+    watch.finish(err)
 
 
 def _load_kernels(job: SimulationJob, err: Console, quiet: bool) -> float:

@@ -111,8 +111,9 @@ class RoundResult:
 
     `deltas` are the decisions applied to the cluster state; `transitions` every task
     transition the round caused (the decisions, then the queued events applied at its end).
-    Timings are wall-clock seconds: `solver_seconds` is the algorithm alone, `solve_seconds`
-    adds sending the changes to the solver, `total_seconds` is the whole round.
+    Timings are wall-clock seconds: `solver_seconds` is the solver's answer (for a race, its
+    winner's `algorithm_seconds` plus the race's own work), `solve_seconds` adds sending the
+    changes to the solver, `total_seconds` is the whole round.
     """
 
     time: Time
@@ -288,6 +289,8 @@ class Scheduler:
                 "update_seconds": updated - started,
                 "solve_seconds": solved - updated,
                 "solver_seconds": result.wall_time,
+                # A race's answer takes its winner's time plus the race's own work.
+                "algorithm_seconds": result.stats.get("solver_time", result.wall_time),
                 "extract_seconds": extracted - solved,
                 "decide_seconds": extracted - started,
             },

@@ -12,8 +12,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from firmament_py.catalog import unknown_policy
+from firmament_py.dashboard.address import DashboardError, parse_address
 from firmament_py.service.changes import DEFAULT_WATCH_WINDOW
 from firmament_py.service.daemon import DaemonConfig, DaemonError, SchedulingDaemon
+from firmament_py.service.dashboard_process import DashboardProcess
 from firmament_py.service.journal import FSYNC_POLICIES, JournalError
 from firmament_py.service.keys import (
     CurveServerKeys,
@@ -96,6 +98,12 @@ __all__ = ["keys", "serve"]
     "long without emptying its socket.",
 )
 @click.option("--max-message-bytes", type=click.IntRange(64), default=1 << 20, show_default=True)
+@click.option(
+    "--dashboard",
+    metavar="HOST:PORT",
+    help="Serve a live page of the daemon on this loopback address (docs/dashboard.md), from "
+    "a process of its own that follows the daemon as a client.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Log the daemon's events to stderr.")
 def serve(
     bind: str,
@@ -112,6 +120,7 @@ def serve(
     lease_ms: int | None,
     max_intake_lag_ms: int,
     max_message_bytes: int,
+    dashboard: str | None,
     verbose: bool,
 ) -> None:
     """Serve the scheduling daemon until SIGTERM or Ctrl-C (then finish the round, flush the
@@ -122,6 +131,11 @@ def serve(
     )
     if (problem := unknown_policy(policy)) is not None:
         raise click.BadParameter(problem, param_hint="--policy")
+    if dashboard is not None:
+        try:
+            parse_address(dashboard)
+        except DashboardError as error:
+            raise click.BadParameter(str(error), param_hint="--dashboard") from None
     try:
         curve = CurveServerKeys.load(curve_keys) if curve_keys is not None else None
         config = DaemonConfig(
@@ -157,7 +171,19 @@ def serve(
         f"record {status['seq']})",
         soft_wrap=True,  # one line, also in a log file, where Console would wrap at 80
     )
-    daemon.serve()
+    page = None
+    if dashboard is not None:
+        try:
+            page = DashboardProcess.start(daemon.endpoint, dashboard, curve_keys)
+        except DashboardError as error:
+            daemon.close()
+            raise click.ClickException(str(error)) from None
+        err.print(f"dashboard on [bold]{page.url}[/]", soft_wrap=True)
+    try:
+        daemon.serve()
+    finally:
+        if page is not None:
+            page.stop()
     err.print(
         f"stopped after {daemon.rounds} round{'' if daemon.rounds == 1 else 's'}; "
         f"journal at record {daemon.service.seq}",

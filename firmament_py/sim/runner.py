@@ -21,6 +21,7 @@ from firmament_py.sim.simulator import (
     MICROSECONDS,
     Accounting,
     SimulationConfig,
+    SimulationObserver,
     SimulationResult,
     Simulator,
 )
@@ -183,10 +184,12 @@ def run_job(
     on_bad_row: Callable[[BadRow], None] | None = None,
     warmed_up: bool = False,
     workload: Iterable[WorkloadItem] | None = None,
+    observer: SimulationObserver | None = None,
 ) -> SimulationResult:
     """Run `job` to its end and return the result (`warmed_up`: the caller has already run
     `warm_up` for the job's solver, as `simulate` does to announce it; `workload`: the job's
-    items, made already by a caller that reads them again afterwards). Raises what the parts
+    items, made already by a caller that reads them again afterwards; `observer`: told every
+    event and round as it happens, as `Simulator` says). Raises what the parts
     raise: ValueError for a bad preset or option, UnknownPolicyError / PolicyError,
     SolverError, TraceError (strict)."""
     if workload is None:
@@ -198,5 +201,7 @@ def run_job(
     with Scheduler(job.policy, solver=job.solver, solver_options=job.solver_options) as scheduler:
         # A race's workers warm up in their own processes; past a minute (a cold cache), go on.
         scheduler.solver.wait_ready(timeout=60.0)
-        simulator = Simulator(scheduler, workload, job.config(), workload_name=job.describe())
+        simulator = Simulator(
+            scheduler, workload, job.config(), workload_name=job.describe(), observer=observer
+        )
         return simulator.run(progress)

@@ -26,8 +26,9 @@ from __future__ import annotations
 import enum
 import itertools
 import time as wallclock
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from firmament_py.model.errors import ClusterError
 from firmament_py.model.events import TaskCompleted, TaskSubmitted
@@ -41,6 +42,7 @@ __all__ = [
     "Accounting",
     "RoundRecord",
     "SimulationConfig",
+    "SimulationObserver",
     "SimulationResult",
     "Simulator",
     "TaskRecord",
@@ -170,6 +172,19 @@ class SimulationResult:
     wall_seconds: float = 0.0
 
 
+class SimulationObserver(Protocol):
+    """Told what happens as it happens (the dashboard, `firmament_py.dashboard.sim_feed`)."""
+
+    def took_event(
+        self, event: object, transitions: Sequence[TaskTransition] | None, time: Time
+    ) -> None:
+        """The scheduler took `event` at `time`: applied it (its `transitions`), or queued it
+        while a round runs (None: its transitions come with the round's)."""
+
+    def took_round(self, result: RoundResult, record: RoundRecord, end: Time) -> None:
+        """A round ended at `end`; its decisions (and the events queued meanwhile) took effect."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Completion:
     task_id: TaskId
@@ -186,9 +201,12 @@ class Simulator:
         config: SimulationConfig | None = None,
         *,
         workload_name: str = "",
+        observer: SimulationObserver | None = None,
     ) -> None:
-        """`workload_name` describes the workload in the result (a preset, a trace path)."""
+        """`workload_name` describes the workload in the result (a preset, a trace path);
+        `observer` is told every event and round as it happens."""
         self.scheduler = scheduler
+        self.observer = observer
         self.config = config or SimulationConfig()
         self._workload: Iterator[WorkloadItem] = iter(check_order(workload))
         self._queue: EventQueue[WorkloadItem | _Completion] = EventQueue()
@@ -273,32 +291,33 @@ class Simulator:
         queue.advance(end)
         self._take_transitions(result.transitions, placed_at=end)
         timings = result.timings
-        self.result.rounds.append(
-            RoundRecord(
-                index=len(self.result.rounds),
-                start=start,
-                duration=end - start,
-                algorithm=result.algorithm,
-                algorithm_seconds=timings["solver_seconds"],
-                solver_seconds=timings["solve_seconds"],
-                round_seconds=timings["total_seconds"],
-                placed=result.count(DeltaKind.PLACE),
-                preempted=result.count(DeltaKind.PREEMPT),
-                migrated=result.count(DeltaKind.MIGRATE),
-                refused=len(result.refused),
-                skipped=len(result.skipped),
-                task_errors=len(result.task_errors),
-                waiting=result.waiting_tasks,
-                running=result.running_tasks,
-                events=events_before,
-                graph_nodes=result.graph_nodes,
-                graph_arcs=result.graph_arcs,
-                graph_changes=result.graph_changes,
-                cost=result.cost,
-                machines=len(self.scheduler.state.machines),
-                slots=sum(m.slots for m in self.scheduler.state.machines.values()),
-            )
+        record = RoundRecord(
+            index=len(self.result.rounds),
+            start=start,
+            duration=end - start,
+            algorithm=result.algorithm,
+            algorithm_seconds=timings["solver_seconds"],
+            solver_seconds=timings["solve_seconds"],
+            round_seconds=timings["total_seconds"],
+            placed=result.count(DeltaKind.PLACE),
+            preempted=result.count(DeltaKind.PREEMPT),
+            migrated=result.count(DeltaKind.MIGRATE),
+            refused=len(result.refused),
+            skipped=len(result.skipped),
+            task_errors=len(result.task_errors),
+            waiting=result.waiting_tasks,
+            running=result.running_tasks,
+            events=events_before,
+            graph_nodes=result.graph_nodes,
+            graph_arcs=result.graph_arcs,
+            graph_changes=result.graph_changes,
+            cost=result.cost,
+            machines=len(self.scheduler.state.machines),
+            slots=sum(m.slots for m in self.scheduler.state.machines.values()),
         )
+        self.result.rounds.append(record)
+        if self.observer is not None:
+            self.observer.took_round(result, record, end)
         for rejected in result.rejected_events:
             self._reject(rejected.event, rejected.reason)
         self._unconfirmed.clear()
@@ -322,6 +341,8 @@ class Simulator:
         except ClusterError as error:
             self._reject(event, str(error))
             return
+        if self.observer is not None:
+            self.observer.took_event(event, transitions, self._queue.now)
         if isinstance(item, TaskArrival) and item.submitted.task_id not in self.result.tasks:
             submitted = item.submitted
             self._runtimes[submitted.task_id] = item.runtime
