@@ -5,10 +5,12 @@ Starts `firmament-py serve` (load-spreading, cost scaling) on a fresh journal, a
 machines (40 to a rack, 10 racks to a pod, `--slots` each) and fills `--fill` of the slots,
 then runs `--rounds` measured rounds, each after `--churn` completions and as many new
 submissions, and records each round's `round_ms` (the round's wall time at the daemon) and the
-wall time of the `schedule` request at the client. Twice per repeat, alternating: once without a
-dashboard, once with `--dashboard` and a headless Chromium holding the page open (Debian's
-`chromium` and `chromium-driver`), which is redrawn every second meanwhile. Medians per
-variant over every measured round of every repeat, and each repeat's median.
+wall time of the `schedule` request at the client. Three times per repeat, in turn: without a
+dashboard (`none`); with `--dashboard` but no page open (`process`: the dashboard's process
+following the daemon); with a headless Chromium holding the page open (`browser`, Debian's
+`chromium` and `chromium-driver`; it is redrawn every second, on the same two cores here,
+where a user's browser would be on another machine). Medians per variant over every measured
+round of every repeat, and each repeat's median.
 
     python bench/dashboard_cost.py                          # 12,500 machines, 3 repeats
     python bench/dashboard_cost.py --machines 1000 --repeats 1 --screenshot docs/images
@@ -88,9 +90,12 @@ def browser(url: str | None) -> Iterator[Any]:
         driver.quit()
 
 
-def run(args: argparse.Namespace, with_page: bool, repeat: int) -> tuple[list[float], list[float]]:
+VARIANTS = ("none", "process", "browser")
+
+
+def run(args: argparse.Namespace, variant: str, repeat: int) -> tuple[list[float], list[float]]:
     port = free_port()
-    page_port = free_port() if with_page else None
+    page_port = None if variant == "none" else free_port()
     with (
         tempfile.TemporaryDirectory() as scratch,
         daemon(Path(scratch) / "j", port, page_port) as url,
@@ -112,17 +117,18 @@ def run(args: argparse.Namespace, with_page: bool, repeat: int) -> tuple[list[fl
                 ]
             )
         client.schedule()  # the first round places the fill
-        with browser(url) as page:
+        with browser(url if variant == "browser" else None) as page:
             if page is not None:
                 time.sleep(3)  # the page has loaded and draws every second from now on
             round_ms, request_ms = [], []
             next_id, done = tasks, 0
             for _ in range(args.rounds):
-                ends: list[tuple[str, dict[str, object]]] = [("task_completed", {"task_id": done + i})
-                        for i in range(args.churn)]  # fmt: skip
-                news = [("task_submitted", {"task_id": next_id + i, "job_id": "c"})
-                        for i in range(args.churn)]  # fmt: skip
-                client.batch(ends + news)
+                ends = [("task_completed", {"task_id": done + i}) for i in range(args.churn)]
+                news = [
+                    ("task_submitted", {"task_id": next_id + i, "job_id": "c"})
+                    for i in range(args.churn)
+                ]
+                client.batch([*ends, *news])
                 done, next_id = done + args.churn, next_id + args.churn
                 started = time.perf_counter()
                 reply = client.request("schedule")
@@ -149,17 +155,17 @@ def main() -> None:
     print(f"# {args.machines} machines x {args.slots} slots, {args.fill:.0%} full, "
           f"{args.churn} completions + {args.churn} submissions before each of {args.rounds} "
           f"rounds; cpus {os.cpu_count()}; python {sys.version.split()[0]}")  # fmt: skip
-    results: dict[str, tuple[list[float], list[float]]] = {"without": ([], []), "with": ([], [])}
+    results: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in VARIANTS}
     for repeat in range(args.repeats):
-        for name in ("without", "with"):
-            round_ms, request_ms = run(args, name == "with", repeat)
+        for name in VARIANTS:
+            round_ms, request_ms = run(args, name, repeat)
             results[name][0].extend(round_ms)
             results[name][1].extend(request_ms)
-            print(f"repeat {repeat + 1} {name:>7} page: round_ms median "
+            print(f"repeat {repeat + 1} {name:>7}: round_ms median "
                   f"{statistics.median(round_ms):8.1f}  schedule request median "
                   f"{statistics.median(request_ms):8.1f}", flush=True)  # fmt: skip
     for name, (round_ms, request_ms) in results.items():
-        print(f"ALL {name:>7} page: round_ms median {statistics.median(round_ms):8.1f} "
+        print(f"ALL {name:>7}: round_ms median {statistics.median(round_ms):8.1f} "
               f"p90 {statistics.quantiles(round_ms, n=10)[-1]:8.1f}  schedule request median "
               f"{statistics.median(request_ms):8.1f}  ({len(round_ms)} rounds)")  # fmt: skip
 

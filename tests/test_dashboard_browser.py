@@ -6,11 +6,13 @@ and checked against the daemon's own `status` and listings, and the simulator's 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ def firmament(*arguments: str, tmp: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={"PYTHONUNBUFFERED": "1", **dict(__import__("os").environ), "TMPDIR": str(tmp)},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(tmp)},
     )
 
 
@@ -211,3 +213,41 @@ def test_a_dashboard_beyond_loopback_is_refused_before_anything_starts(tmp_path:
         assert done.returncode == 2
         assert "loopback" in done.stderr and "--dashboard" in done.stderr
     assert not (tmp_path / "j").exists() and not (tmp_path / "s" / "rounds.csv").exists()
+
+
+def test_beside_a_daemon_with_curve_keys_the_page_connects_with_its_own_key(
+    tmp_path: Path,
+) -> None:
+    keys = tmp_path / "keys"
+    for command in (
+        ["keys", "generate", str(keys)],
+        ["keys", "generate", str(keys), "--name", "other"],
+    ):
+        subprocess.run([sys.executable, "-m", "firmament_py.cli", *command], check=True)
+    serve = ["serve", "--journal", str(tmp_path / "j"), "--curve-keys", str(keys),
+             "--bind", f"tcp://127.0.0.1:{free_port()}", "--dashboard", "127.0.0.1:0"]  # fmt: skip
+    refused = subprocess.run(
+        [sys.executable, "-m", "firmament_py.cli", *serve],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 1
+    assert f"keys generate {keys} --name dashboard" in " ".join(refused.stderr.split())
+    for command in (
+        ["keys", "generate", str(keys), "--name", "dashboard"],
+        ["keys", "authorise", str(keys), str(keys / "dashboard.key")],
+    ):
+        subprocess.run([sys.executable, "-m", "firmament_py.cli", *command], check=True)
+    daemon = firmament(*serve, tmp=tmp_path)
+    said: list[str] = []
+    try:
+        assert daemon.stderr is not None
+        # The page prints its address only once it holds the daemon's listing.
+        url = read_until(daemon.stderr, r"dashboard on (http://\S+)", lines=said).group(1)
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.status == 200 and b"Bokeh" in page.read()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=60)
+    assert daemon.returncode == 0, "".join(said)

@@ -87,6 +87,15 @@ ALLOWED = {
     "sdk": {"model", "firmament_py.flow.limits", "catalog"},
     "scheduler": {"model", "flow", "jit", "solvers", "sdk"},
     "policies": {"sdk"},
+    # The page reads the daemon through its protocol and the simulator through its observer.
+    "dashboard": {
+        "model",
+        "scheduler",
+        "firmament_py.service.client",
+        "firmament_py.service.keys",
+        "firmament_py.sim.simulator",
+        "firmament_py.parent_death",
+    },
 }
 
 
@@ -155,6 +164,19 @@ def test_the_model_and_the_sdk_load_without_numba(module: str) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert loaded.stdout.strip() == "False"
+
+
+def test_only_the_daemons_command_names_the_dashboard_and_only_its_address_rule() -> None:
+    # `serve` checks the page's address and starts its process by module name; the simulator's
+    # and the CLI's own uses aside, nothing reaches into the dashboard.
+    wrong = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        if room(module) not in ("dashboard", "cli")
+        for target in targets
+        if room(target) == "dashboard" and target != "firmament_py.dashboard.address"
+    )
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.parametrize("module", ["firmament_py.service.cli", "firmament_py.catalog"])

@@ -22,6 +22,9 @@ from firmament_py.parent_death import die_with_parent
 from firmament_py.service.client import Client
 from firmament_py.service.keys import CurveClientKeys, KeyFileError
 
+LOAD_TIMEOUT_S = 30.0
+"""How long the page may take to list the daemon's state before it gives up."""
+
 DASHBOARD_KEY = "dashboard"
 """The key pair (in the daemon's key directory) the dashboard connects with under CURVE."""
 
@@ -58,8 +61,13 @@ def main(
         raise click.ClickException(str(error)) from error
     follower = DaemonFollower(board, Client(endpoint, timeout=5.0, curve=curve))
     follower.start()
-    follower.loaded.wait(timeout=30.0)  # the page then shows the daemon from the first change
-    click.echo(server.url)
+    if not follower.loaded.wait(timeout=LOAD_TIMEOUT_S):
+        server.stop()
+        raise click.ClickException(
+            f"the daemon at {endpoint} did not answer the dashboard within {LOAD_TIMEOUT_S:.0f} s"
+            + (" (is the dashboard's key authorised?)" if curve is not None else "")
+        )
+    click.echo(server.url)  # the page shows the daemon from its first change on
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     signal.signal(signal.SIGINT, lambda *_: stopped.set())

@@ -227,6 +227,8 @@ class DashboardPage:
                 if isinstance(axis, CategoricalAxis):
                     axis.major_label_text_font_size = "8pt" if labelled else "0pt"
                     axis.group_text_font_size = "9pt" if labelled else "0pt"
+                    axis.major_tick_line_color = "black" if labelled else None
+                    axis.separator_line_color = "lightgrey" if labelled else None
             self.machines.data = {
                 "machine": frame.machine_ids,
                 "rack": frame.racks,
