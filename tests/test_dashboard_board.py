@@ -88,15 +88,35 @@ def test_the_heat_map_groups_machines_by_pod_and_rack_and_counts_columns_within_
 
 def test_listed_tasks_count_but_give_no_latency_and_replayed_records_change_nothing() -> None:
     board = Board("t")
-    board.machines_added([MachineRow("m1", "r", "p", 4)], running={"m1": 1})
     board.task_known(1, "m1")
     board.task_known(2, None)
+    board.machines_added([MachineRow("m1", "r", "p", 4)])  # listed after the tasks
     board.submitted(1, 0)  # the listing showed it already (a replayed record)
     board.placed(1, "m1", 5 * MS)  # the same placement again
     board.placed(2, "m1", 5 * MS)
     frame = board.frame()
     assert (frame.waiting, frame.running, frame.machine_running.tolist()) == (0, 2, [2])
     assert frame.latency_samples == 0
+
+
+def test_what_changed_between_the_listings_comes_right_with_the_replayed_records() -> None:
+    # Task 1 was listed waiting, then placed on m1 before the machines were listed; task 2 was
+    # listed running on m2, which failed before the machines were listed; task 3, preempted
+    # between the two task listings, was listed by neither.
+    board = Board("t")
+    board.task_known(1, None)
+    board.task_known(2, "m2")
+    board.machines_added([MachineRow("m1", "r", "p", 4)])
+    board.placed(1, "m1", 1 * MS)
+    board.machine_gone("m2", 2 * MS)
+    board.unplaced(3, 3 * MS)
+    frame = board.frame()
+    assert (frame.waiting, frame.running, frame.machine_running.tolist()) == (2, 1, [1])
+    board.placed(2, "m1", 4 * MS)
+    board.placed(3, "m1", 4 * MS)
+    frame = board.frame()
+    assert (frame.waiting, frame.running, frame.machine_running.tolist()) == (0, 3, [3])
+    assert sorted(frame.latency_ms.tolist()) == [1.0, 2.0]  # from the loss, the preemption
 
 
 def test_histories_keep_the_whole_run_in_a_bounded_number_of_points() -> None:
@@ -121,6 +141,8 @@ def test_rates_come_from_the_rounds_in_the_last_window() -> None:
     # 40 submissions and placements after the first round's, over its 4 seconds
     assert frame.events_per_s == pytest.approx(10.0, rel=1e-3)
     assert frame.decisions_per_s == pytest.approx(10.0, rel=1e-3)
+    board.clock(30_000_000)  # nothing happened since: the window holds no round now
+    assert (board.frame().events_per_s, board.frame().decisions_per_s) == (0.0, 0.0)
 
 
 def test_the_daemon_records_tell_the_board_what_they_did() -> None:

@@ -5,6 +5,6 @@ each round's phases as they happen.
 `board.py` keeps what the page draws from facts a driver reports (no I/O); `daemon_feed.py`
 and `sim_feed.py` are the two drivers' reporters (a follower of the daemon's change feed; the
 simulator's observer); `page.py` draws a board's frame with Bokeh; `server.py` serves it live on
-loopback; `__main__.py` is the process `serve --dashboard` starts beside the daemon. Bokeh is
-imported only here, and only when a page is drawn.
+loopback; `__main__.py` is the process `serve --dashboard` starts beside the daemon. Only
+`page.py` and `server.py` import Bokeh; the daemon imports only `address.py`.
 """

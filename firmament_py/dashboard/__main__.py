@@ -2,12 +2,14 @@
 
 It follows the daemon as a client (`DaemonFollower`) and serves the page (`DashboardServer`),
 in a process of its own, so that drawing pages never takes the daemon's interpreter from its
-requests. It prints the page's URL on its first line of output once it serves and holds the
-daemon's listing, and dies with the daemon (even by SIGKILL).
+requests. It prints the page's URL on its first line of output once it serves (the daemon's
+loop starts only then, so the page lists the daemon after that), logs a line to standard
+error once it follows the daemon, and dies with the daemon (even by SIGKILL).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -23,7 +25,9 @@ from firmament_py.service.client import Client
 from firmament_py.service.keys import CurveClientKeys, KeyFileError
 
 LOAD_TIMEOUT_S = 30.0
-"""How long the page may take to list the daemon's state before it gives up."""
+"""How long the page may take to list the daemon's state before it says so."""
+
+log = logging.getLogger("firmament_py.dashboard")
 
 DASHBOARD_KEY = "dashboard"
 """The key pair (in the daemon's key directory) the dashboard connects with under CURVE."""
@@ -53,6 +57,7 @@ def main(
 ) -> None:
     if parent_pid is not None:
         die_with_parent(parent_pid)
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
         curve = client_keys(curve_keys) if curve_keys is not None else None
         board = Board("daemon")
@@ -60,14 +65,15 @@ def main(
     except (DashboardError, KeyFileError) as error:
         raise click.ClickException(str(error)) from error
     follower = DaemonFollower(board, Client(endpoint, timeout=5.0, curve=curve))
+    click.echo(server.url)  # serving: the daemon's command goes on (its loop answers us)
     follower.start()
     if not follower.loaded.wait(timeout=LOAD_TIMEOUT_S):
-        server.stop()
-        raise click.ClickException(
-            f"the daemon at {endpoint} did not answer the dashboard within {LOAD_TIMEOUT_S:.0f} s"
-            + (" (is the dashboard's key authorised?)" if curve is not None else "")
+        log.warning(
+            "dashboard: the daemon at %s has not answered in %.0f s%s; still trying",
+            endpoint,
+            LOAD_TIMEOUT_S,
+            " (is the dashboard's key authorised?)" if curve is not None else "",
         )
-    click.echo(server.url)  # the page shows the daemon from its first change on
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     signal.signal(signal.SIGINT, lambda *_: stopped.set())

@@ -19,7 +19,7 @@ shows seconds since the first time the board saw.
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -186,6 +186,7 @@ class Board:
         self._decisions = 0
         self._rates: deque[tuple[int, int, int]] = deque()  # (time, events, decisions) by round
         self._origin: int | None = None
+        self._now = 0
         self._layout_cache: tuple[list[str], list[tuple[str, str]], IntArray] | None = None
 
     # ------------------------------------------------------------------ facts
@@ -204,19 +205,20 @@ class Board:
         with self._lock:
             self._seq = seq
 
-    def machines_added(
-        self, rows: Iterable[MachineRow], *, running: Mapping[str, int] = {}
-    ) -> None:
-        """Machines joined (a machine already known is updated); `running` gives tasks already
-        running there that the board was not told of (a listing)."""
+    def machines_added(self, rows: Iterable[MachineRow]) -> None:
+        """Machines joined (a machine already known is updated). A machine's running count is
+        always that of the tasks the board has on it, whatever order a listing came in."""
         with self._lock:
+            counts: Counter[str | None] | None = None
             for row in rows:
                 known = self._machines.get(row.machine_id)
                 if known is not None and (known.rack_id, known.pod_id) == (row.rack_id, row.pod_id):
                     known.slots = row.slots
                     continue
-                count = known.running if known is not None else running.get(row.machine_id, 0)
-                self._machines[row.machine_id] = _Machine(row.rack_id, row.pod_id, row.slots, count)
+                if counts is None:
+                    counts = Counter(self._task_machine.values())
+                machine = _Machine(row.rack_id, row.pod_id, row.slots, counts[row.machine_id])
+                self._machines[row.machine_id] = machine
                 self._layout_cache = None
 
     def machine_slots(self, machine_id: str, slots: int) -> None:
@@ -228,10 +230,9 @@ class Board:
     def machine_gone(self, machine_id: str, time: int) -> None:
         """A machine failed or was removed: it leaves, its tasks wait again from `time`."""
         with self._lock:
-            if self._machines.pop(machine_id, None) is None:
-                return
-            self._layout_cache = None
-            for task_id, where in self._task_machine.items():
+            if self._machines.pop(machine_id, None) is not None:
+                self._layout_cache = None
+            for task_id, where in self._task_machine.items():  # known or not, it runs nothing
                 if where == machine_id:
                     self._task_machine[task_id] = None
                     self._waiting_since[task_id] = time
@@ -245,6 +246,7 @@ class Board:
                 return
             self._task_machine[task_id] = machine_id
             if machine_id is not None:
+                self._count(machine_id, 1)
                 self._running += 1
 
     def submitted(self, task_id: int, time: int) -> None:
@@ -279,11 +281,12 @@ class Board:
             self._tick(time)
             self._decisions += decision
             where = self._task_machine.get(task_id)
-            if where is None:
-                return
-            self._count(where, -1)
-            self._running -= 1
-            self._task_machine[task_id] = None
+            if where is None and task_id in self._task_machine:
+                return  # waiting already
+            if where is not None:
+                self._count(where, -1)
+                self._running -= 1
+            self._task_machine[task_id] = None  # (one the board missed: it waits now)
             self._waiting_since[task_id] = time
 
     def ended(self, task_id: int, time: int) -> None:
@@ -298,6 +301,11 @@ class Board:
             if where is not None:
                 self._count(where, -1)
                 self._running -= 1
+
+    def clock(self, time: int) -> None:
+        """The source's time is `time` (an idle source's rates fall to zero as it passes)."""
+        with self._lock:
+            self._tick(time)
 
     def event(self, time: int) -> None:
         """Any other event the driver took (for the event rate)."""
@@ -320,8 +328,6 @@ class Board:
                 self._percentiles.add((at, p50, p90, p99))
                 self._round_latencies.clear()
             self._rates.append((facts.time, self._events, self._decisions))
-            while self._rates and self._rates[0][0] < facts.time - self._rate_window_us:
-                self._rates.popleft()
 
     # ------------------------------------------------------------------ reading
 
@@ -376,6 +382,7 @@ class Board:
     def _tick(self, time: int) -> None:
         if self._origin is None:
             self._origin = time
+        self._now = max(self._now, time)
 
     def _seconds(self, time: int) -> float:
         return (time - (self._origin or 0)) / 1_000_000
@@ -386,11 +393,16 @@ class Board:
             machine.running += change
 
     def _rate(self) -> tuple[float, float]:
-        if len(self._rates) < 2:
+        """Events and decisions a second over the window up to the latest time seen, counted
+        from the first round in the window (so an idle source's rates fall to zero)."""
+        rates, start = self._rates, self._now - self._rate_window_us
+        while rates and rates[0][0] < start:
+            rates.popleft()
+        if not rates or self._now <= rates[0][0]:
             return 0.0, 0.0
-        (t0, e0, d0), (t1, e1, d1) = self._rates[0], self._rates[-1]
-        span = (t1 - t0) / 1_000_000
-        return ((e1 - e0) / span, (d1 - d0) / span) if span > 0 else (0.0, 0.0)
+        t0, e0, d0 = rates[0]
+        span = (self._now - t0) / 1_000_000
+        return (self._events - e0) / span, (self._decisions - d0) / span
 
     def _layout_arrays(self) -> tuple[list[str], list[tuple[str, str]], IntArray]:
         """The machines in heat-map order: by pod, rack and id; each one's row and column."""

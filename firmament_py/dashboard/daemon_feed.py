@@ -125,16 +125,19 @@ class DaemonFollower:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop following (a request in flight is left to its daemon thread)."""
         self._stop.set()
-        self._thread.join(timeout=15)
+        self._thread.join(timeout=1.0)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 self._follow()
             except (DaemonTimeout, RequestFailed) as error:
-                log.warning("dashboard: following the daemon again (%s)", error)
-                self._stop.wait(1.0)
+                log.warning("dashboard: listing the daemon again (%s)", error)
+            except Exception:  # a bug here must not freeze the page for good
+                log.exception("dashboard: listing the daemon again after an error")
+            self._stop.wait(1.0)
 
     def _follow(self) -> None:
         client, board = self.client, self.board
@@ -142,17 +145,19 @@ class DaemonFollower:
         seq, boot = int(status["seq"]), str(status["boot"])
         board.reset()
         self._describe(status)
-        for state in (TaskState.RUNNABLE, TaskState.RUNNING):
+        # Running first: a task placed between the two listings is listed waiting, and its
+        # replayed placement runs it; one that went the other way would be missed.
+        for state in (TaskState.RUNNING, TaskState.RUNNABLE):
             for task in client.tasks(state=state, page=5_000):
                 board.task_known(task.task_id, task.machine_id)
-        listed = list(client.machines(page=5_000))
         board.machines_added(
-            (MachineRow(m.machine_id, m.rack_id, m.pod_id, m.slots) for m in listed),
-            running={m.machine_id: m.running for m in listed},
+            MachineRow(m.machine_id, m.rack_id, m.pod_id, m.slots)
+            for m in client.machines(page=5_000)
         )
         board.set_seq(seq)
         reader = RecordReader(board)
         self.loaded.set()
+        log.warning("dashboard: following the daemon from record %d", seq)
         next_status = time.monotonic() + self._status_every_s
         while not self._stop.is_set():
             page = client.changes(seq, limit=5_000, wait_s=0.5, boot=boot)
@@ -165,6 +170,7 @@ class DaemonFollower:
                 next_status = time.monotonic() + self._status_every_s
 
     def _describe(self, status: Mapping[str, Any]) -> None:
+        self.board.clock(int(status["now_us"]))
         self.board.set_title(
             f"daemon: policy {status['policy']}, solver {status['solver']}, "
             f"{status['rounds']} rounds since its start"

@@ -5,7 +5,7 @@ Views, each named so that a browser test (or a curious user's console) finds its
 (`Bokeh.documents[0].get_model_by_name(...)`):
 
 - `summary`: the source, its journal record (or events), machines and slots, waiting and
-  running tasks, rounds, event and decision rates, placement latency p50/p99, wins per solver;
+  running tasks, the rounds the page has seen end, event and decision rates, placement latency p50/p99, wins per solver;
 - `heatmap` over source `machines`: one cell per machine, a row per rack, racks grouped by pod,
   coloured by the share of its slots in use; hover names the machine and its task count;
 - `queue_plot` over source `queue`: waiting and running tasks after each round;
@@ -263,7 +263,7 @@ def summary_html(frame: Frame) -> str:
         ("machines", f"{frame.machines:,} ({frame.slots:,} slots)"),
         ("waiting", f"{frame.waiting:,}"),
         ("running", f"{frame.running:,}"),
-        ("rounds", f"{frame.rounds:,}"),
+        ("rounds seen", f"{frame.rounds:,}"),
         ("events/s", f"{frame.events_per_s:,.1f}"),
         ("decisions/s", f"{frame.decisions_per_s:,.1f}"),
         ("latency p50 / p99", f"{ms(frame.latency_p50_ms)} / {ms(frame.latency_p99_ms)}"),

@@ -84,9 +84,9 @@ class DashboardServer:
         from bokeh.server.server import Server
         from tornado.ioloop import IOLoop
 
-        asyncio.set_event_loop(asyncio.new_event_loop())
-        origins = [f"{name}:{self.port}" for name in ("localhost", "127.0.0.1", self.host)]
         try:
+            asyncio.set_event_loop(asyncio.new_event_loop())
+            origins = [f"{name}:{self.port}" for name in ("localhost", "127.0.0.1", self.host)]
             server = Server(
                 {"/": Application(FunctionHandler(self._document))},
                 io_loop=IOLoop.current(),
@@ -95,7 +95,7 @@ class DashboardServer:
                 allow_websocket_origin=origins,
             )
             server.start()
-        except Exception as error:  # an address in use, say: told to start()
+        except BaseException as error:  # an address in use, say: told to start()
             self._failure = error
             self._ready.set()
             return

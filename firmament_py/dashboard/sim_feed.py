@@ -4,8 +4,8 @@ simulated cluster does, event by event and round by round (`SimulationFeed`).
 Times are simulated microseconds. A round's placements take effect when it ends, as the
 simulator's task records count them, so the board's latencies are the run's own
 (`TaskRecord.placement_latency` for a task's first wait). An event that arrives while a round
-runs is queued by the scheduler; the board learns of a submitted task at its arrival (its wait
-begins then) and of the rest when the round applies them.
+runs is queued by the scheduler and applied when the round ends: the board learns of it then
+(a submitted task's wait still counts from its arrival; one the cluster refused never waits).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from firmament_py.model.events import (
     MachineFailed,
     MachineRemoved,
     MachineUpdated,
+    TaskCompleted,
+    TaskFailed,
+    TaskRemoved,
     TaskSubmitted,
 )
 from firmament_py.model.ids import Time
@@ -36,6 +39,7 @@ class SimulationFeed:
     def __init__(self, board: Board) -> None:
         self.board = board
         self._events = 0
+        self._arrivals: dict[int, Time] = {}  # submissions queued during a round: when
 
     def took_event(
         self, event: object, transitions: Sequence[TaskTransition] | None, time: Time
@@ -50,14 +54,18 @@ class SimulationFeed:
             board.machine_gone(event.machine_id, time)
         elif isinstance(event, MachineUpdated) and event.slots is not None:
             board.machine_slots(event.machine_id, event.slots)
-        if transitions is None and isinstance(event, TaskSubmitted):
-            board.submitted(event.task_id, event.time)  # queued: its wait begins now
-        elif transitions is None or not self._take(transitions, time):
+        if transitions is None:  # queued: what it does comes with the round's transitions
+            if isinstance(event, TaskSubmitted):
+                self._arrivals[event.task_id] = event.time  # its wait begins now, if taken
+            elif not isinstance(event, (TaskCompleted, TaskFailed, TaskRemoved)):
+                board.event(time)  # (a submission or an end is counted when applied)
+        elif not self._take(transitions, time):
             board.event(time)
         board.set_seq(self._events)
 
     def took_round(self, result: RoundResult, record: RoundRecord, end: Time) -> None:
         self._take(result.transitions, end)
+        self._arrivals.clear()  # those not taken were refused: they never waited
         timings = result.timings
         self.board.round(
             RoundFacts(
@@ -83,7 +91,7 @@ class SimulationFeed:
         counted = False
         for t in transitions:
             if t.cause is TransitionCause.SUBMITTED:
-                board.submitted(t.task_id, t.time)
+                board.submitted(t.task_id, self._arrivals.pop(t.task_id, t.time))
                 counted = True
             elif t.cause in (TransitionCause.PLACED, TransitionCause.MIGRATED):
                 assert t.to_machine_id is not None

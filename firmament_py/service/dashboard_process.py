@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import IO
 
 from firmament_py.dashboard.address import DashboardError
 
@@ -32,6 +33,12 @@ def local_endpoint(endpoint: str) -> str:
     return endpoint
 
 
+def _forward(stream: IO[str]) -> None:
+    for line in stream:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+
 class DashboardProcess:
     """A running dashboard process and the URL of its page."""
 
@@ -42,7 +49,8 @@ class DashboardProcess:
     @classmethod
     def start(cls, endpoint: str, address: str, curve_keys: Path | None) -> DashboardProcess:
         """Start it for the daemon at `endpoint`, serving on `address`; DashboardError (with
-        the process's own words) if it does not serve within a minute."""
+        the process's own words) if it does not serve within a minute. It lists the daemon
+        once the daemon's loop runs, and says on standard error when it follows it."""
         command = [
             sys.executable,
             "-m",
@@ -73,8 +81,8 @@ class DashboardProcess:
             raise DashboardError(
                 f"the dashboard did not start: {said[-1] if said else 'no output'}"
             )
-        # From now on its warnings go nowhere we read; drain them so it never blocks on a pipe.
-        threading.Thread(target=stderr.read, daemon=True).start()
+        # From now on what it says goes to this process's standard error (never a full pipe).
+        threading.Thread(target=_forward, args=(stderr,), daemon=True).start()
         return cls(process, url)
 
     def stop(self) -> None:
