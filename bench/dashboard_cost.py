@@ -10,7 +10,8 @@ dashboard (`none`); with `--dashboard` but no page open (`process`: the dashboar
 following the daemon); with a headless Chromium holding the page open (`browser`, Debian's
 `chromium` and `chromium-driver`; it is redrawn every second, on the same two cores here,
 where a user's browser would be on another machine). Medians per variant over every measured
-round of every repeat, and each repeat's median.
+round of every repeat, and each repeat's median; for the variants with a dashboard, the share
+of a core its process took during the measured rounds, and the browser's (all its processes).
 
     python bench/dashboard_cost.py                          # 12,500 machines, 3 repeats
     python bench/dashboard_cost.py --machines 1000 --repeats 1 --screenshot docs/images
@@ -35,6 +36,21 @@ from typing import Any
 
 from firmament_py.model.resources import Resources
 from firmament_py.service import Client, MachineSpec
+
+
+def cpu_seconds(marker: str) -> float:
+    """User and system CPU seconds of every process whose command line contains `marker`."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for proc in Path("/proc").iterdir():
+        try:
+            if marker.encode() not in (proc / "cmdline").read_bytes():
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def free_port() -> int:
@@ -93,7 +109,9 @@ def browser(url: str | None) -> Iterator[Any]:
 VARIANTS = ("none", "process", "browser")
 
 
-def run(args: argparse.Namespace, variant: str, repeat: int) -> tuple[list[float], list[float]]:
+def run(
+    args: argparse.Namespace, variant: str, repeat: int
+) -> tuple[list[float], list[float], tuple[float, float]]:
     port = free_port()
     page_port = None if variant == "none" else free_port()
     with (
@@ -122,6 +140,8 @@ def run(args: argparse.Namespace, variant: str, repeat: int) -> tuple[list[float
                 time.sleep(3)  # the page has loaded and draws every second from now on
             round_ms, request_ms = [], []
             next_id, done = tasks, 0
+            cpu = cpu_seconds("firmament_py.dashboard"), cpu_seconds("chromium")
+            loop_started = time.perf_counter()
             for _ in range(args.rounds):
                 ends = [("task_completed", {"task_id": done + i}) for i in range(args.churn)]
                 news = [
@@ -134,12 +154,17 @@ def run(args: argparse.Namespace, variant: str, repeat: int) -> tuple[list[float
                 reply = client.request("schedule")
                 request_ms.append((time.perf_counter() - started) * 1e3)
                 round_ms.append(float(reply["round_ms"]))
+            elapsed = time.perf_counter() - loop_started
+            cpu = (
+                (cpu_seconds("firmament_py.dashboard") - cpu[0]) / elapsed,
+                (cpu_seconds("chromium") - cpu[1]) / elapsed,
+            )
             if page is not None and args.screenshot is not None and repeat == 0:
                 time.sleep(2)
                 args.screenshot.mkdir(parents=True, exist_ok=True)
                 page.save_screenshot(str(args.screenshot / "dashboard.png"))
         client.close()
-    return round_ms, request_ms
+    return round_ms, request_ms, cpu
 
 
 def main() -> None:
@@ -151,19 +176,22 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--screenshot", type=Path, help="Save the page of the first run here.")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="Which, comma-separated.")
     args = parser.parse_args()
     print(f"# {args.machines} machines x {args.slots} slots, {args.fill:.0%} full, "
           f"{args.churn} completions + {args.churn} submissions before each of {args.rounds} "
           f"rounds; cpus {os.cpu_count()}; python {sys.version.split()[0]}")  # fmt: skip
-    results: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in VARIANTS}
+    variants = args.variants.split(",")
+    results: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in variants}
     for repeat in range(args.repeats):
-        for name in VARIANTS:
-            round_ms, request_ms = run(args, name, repeat)
+        for name in variants:
+            round_ms, request_ms, (page_cpu, browser_cpu) = run(args, name, repeat)
             results[name][0].extend(round_ms)
             results[name][1].extend(request_ms)
             print(f"repeat {repeat + 1} {name:>7}: round_ms median "
                   f"{statistics.median(round_ms):8.1f}  schedule request median "
-                  f"{statistics.median(request_ms):8.1f}", flush=True)  # fmt: skip
+                  f"{statistics.median(request_ms):8.1f}  cores: dashboard {page_cpu:5.1%} "
+                  f"browser {browser_cpu:5.1%}", flush=True)  # fmt: skip
     for name, (round_ms, request_ms) in results.items():
         print(f"ALL {name:>7}: round_ms median {statistics.median(round_ms):8.1f} "
               f"p90 {statistics.quantiles(round_ms, n=10)[-1]:8.1f}  schedule request median "
