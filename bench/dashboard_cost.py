@@ -3,7 +3,7 @@ without a connected page at 12,500 machines").
 
 Starts `firmament-py serve` (load-spreading, cost scaling) on a fresh journal, adds `--machines`
 machines (40 to a rack, 10 racks to a pod, `--slots` each) and fills `--fill` of the slots,
-then runs `--rounds` measured rounds, each after `--churn` completions and as many new
+then, after `--settle` seconds, runs `--rounds` measured rounds, each after `--churn` completions and as many new
 submissions, and records each round's `round_ms` (the round's wall time at the daemon) and the
 wall time of the `schedule` request at the client. Three times per repeat, in turn: without a
 dashboard (`none`); with `--dashboard` but no page open (`process`: the dashboard's process
@@ -136,8 +136,9 @@ def run(
             )
         client.schedule()  # the first round places the fill
         with browser(url if variant == "browser" else None) as page:
-            if page is not None:
-                time.sleep(3)  # the page has loaded and draws every second from now on
+            # Every variant waits alike: the dashboard follows the set-up's 160,000 records
+            # meanwhile, and the page has loaded and draws every second from then on.
+            time.sleep(args.settle)
             round_ms, request_ms = [], []
             next_id, done = tasks, 0
             cpu = cpu_seconds("firmament_py.dashboard"), cpu_seconds("chromium")
@@ -176,6 +177,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--screenshot", type=Path, help="Save the page of the first run here.")
+    parser.add_argument("--settle", type=float, default=15.0, help="Seconds before measuring.")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="Which, comma-separated.")
     args = parser.parse_args()
     print(f"# {args.machines} machines x {args.slots} slots, {args.fill:.0%} full, "
