@@ -3,15 +3,17 @@ without a connected page at 12,500 machines").
 
 Starts `firmament-py serve` (load-spreading, cost scaling) on a fresh journal, adds `--machines`
 machines (40 to a rack, 10 racks to a pod, `--slots` each) and fills `--fill` of the slots,
-then, after `--settle` seconds, runs `--rounds` measured rounds, each after `--churn` completions and as many new
-submissions, and records each round's `round_ms` (the round's wall time at the daemon) and the
-wall time of the `schedule` request at the client. Three times per repeat, in turn: without a
-dashboard (`none`); with `--dashboard` but no page open (`process`: the dashboard's process
-following the daemon); with a headless Chromium holding the page open (`browser`, Debian's
-`chromium` and `chromium-driver`; it is redrawn every second, on the same two cores here,
-where a user's browser would be on another machine). Medians per variant over every measured
-round of every repeat, and each repeat's median; for the variants with a dashboard, the share
-of a core its process took during the measured rounds, and the browser's (all its processes).
+then, after `--settle` seconds, runs `--rounds` measured rounds, each after `--churn`
+completions and as many new submissions, and records each round's `round_ms` (the round's wall
+time at the daemon) and the wall time of the `schedule` request at the client.
+
+Three times per repeat, in turn: without a dashboard (`none`); with `--dashboard` but no page
+open (`process`: the dashboard's process following the daemon); with a headless Chromium
+holding the page open (`browser`, Debian's `chromium` and `chromium-driver`; it is redrawn
+every second, on the same two cores here, where a user's browser would be on another machine).
+Medians per variant over every measured round of every repeat, and each repeat's median; for
+the variants with a dashboard, the share of a core its process took during the measured rounds,
+and the browser's (all its processes).
 
     python bench/dashboard_cost.py                          # 12,500 machines, 3 repeats
     python bench/dashboard_cost.py --machines 1000 --repeats 1 --screenshot docs/images
