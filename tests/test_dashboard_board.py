@@ -12,7 +12,7 @@ from bokeh.document import Document
 from bokeh.document.events import ColumnsPatchedEvent
 
 from firmament_py.dashboard.address import DashboardError, parse_address
-from firmament_py.dashboard.board import Board, MachineRow, RoundFacts, _Series
+from firmament_py.dashboard.board import Board, MachineRow, RoundFacts, _percentiles, _Series
 from firmament_py.dashboard.daemon_feed import RecordReader
 from firmament_py.dashboard.page import DashboardPage, report_html
 from firmament_py.dashboard.sim_feed import SimulationFeed
@@ -117,6 +117,11 @@ def test_what_changed_between_the_listings_comes_right_with_the_replayed_records
     frame = board.frame()
     assert (frame.waiting, frame.running, frame.machine_running.tolist()) == (0, 3, [3])
     assert sorted(frame.latency_ms.tolist()) == [1.0, 2.0]  # from the loss, the preemption
+
+
+@pytest.mark.parametrize("values", [[3.0], [1.0, 2.0], [5.0, 1.0, 4.0, 2.0, 3.0], list(range(101))])
+def test_a_rounds_percentiles_are_numpys(values: list[float]) -> None:
+    assert _percentiles(values) == pytest.approx(tuple(np.percentile(values, (50, 90, 99))))
 
 
 def test_histories_keep_the_whole_run_in_a_bounded_number_of_points() -> None:

@@ -5,7 +5,8 @@ Views, each named so that a browser test (or a curious user's console) finds its
 (`Bokeh.documents[0].get_model_by_name(...)`):
 
 - `summary`: the source, its journal record (or events), machines and slots, waiting and
-  running tasks, the rounds the page has seen end, event and decision rates, placement latency p50/p99, wins per solver;
+  running tasks, the rounds the page has seen end, event and decision rates, placement latency
+  p50/p99, wins per solver;
 - `heatmap` over source `machines`: one cell per machine, a row per rack, racks grouped by pod,
   coloured by the share of its slots in use; hover names the machine and its task count;
 - `queue_plot` over source `queue`: waiting and running tasks after each round;
