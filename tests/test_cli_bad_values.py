@@ -35,6 +35,7 @@ BAD_NAMES = {
     "--bind": "nosuch://here",
     "--publish": "nosuch://here",
     "--address": "nosuch://here:1",
+    "--dashboard": "0.0.0.0:1",
 }
 
 
