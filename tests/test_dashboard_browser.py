@@ -216,7 +216,7 @@ def test_a_simulations_dashboard_and_report_show_the_runs_numbers(tmp_path: Path
                 assert bokeh_column(browser, "latency_cdf", "fraction")
             browser.save_screenshot(str(tmp_path / "report.png"))
     finally:
-        run.send_signal(signal.SIGINT)
+        run.send_signal(signal.SIGTERM)  # (SIGINT may be ignored: a background job's)
         run.wait(timeout=60)
     assert run.returncode == 0, str(said)
     assert json.loads((out / "summary.json").read_text())

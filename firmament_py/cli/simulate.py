@@ -10,6 +10,8 @@ on a fresh install it is compiling them, which takes longer than a short run.
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -233,7 +235,7 @@ def _base_job(policy: str, solver: str, workload: dict[str, Any]) -> SimulationJ
     "--hold/--no-hold",
     default=True,
     show_default=True,
-    help="With --dashboard: keep serving the page after the run, until Ctrl-C.",
+    help="With --dashboard: keep serving the page after the run, until Ctrl-C (or SIGTERM).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
 def simulate(
@@ -284,10 +286,22 @@ class _Watch:
             return
         if self.hold:
             err.print("the run is over; the dashboard serves on until Ctrl-C", soft_wrap=True)
-            with contextlib.suppress(KeyboardInterrupt):
-                while True:
-                    time.sleep(3_600)
+            _wait_for_a_stop()
         self.server.stop()
+
+
+def _wait_for_a_stop() -> None:
+    """Until SIGINT (Ctrl-C) or SIGTERM, whatever this process inherited for them (a shell's
+    background job starts with SIGINT ignored)."""
+    stop = threading.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.signal(number, lambda *_: stop.set()) for number in signals}
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _simulate(
