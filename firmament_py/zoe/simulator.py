@@ -36,7 +36,7 @@ import numpy as np
 from firmament_py.zoe.application import Application
 from firmament_py.zoe.baselines import MalleableScheduler, RigidScheduler
 from firmament_py.zoe.capacity import ClusterCapacity, Demand
-from firmament_py.zoe.flexible import FlexibleScheduler
+from firmament_py.zoe.flexible import FlexibleRules, FlexibleScheduler
 from firmament_py.zoe.scheduler import ApplicationScheduler
 from firmament_py.zoe.sorting import SortingPolicy, load_sorting
 
@@ -65,16 +65,22 @@ def make_scheduler(
     *,
     preemptive: bool = False,
     remaining_work: Callable[[Application], float] | None = None,
+    rules: FlexibleRules = FlexibleRules.OURS,
 ) -> ApplicationScheduler:
     """The scheduler `name` ("flexible", "rigid" or "malleable"). Only the flexible one
-    preempts; ValueError for an unknown name or preemption asked of a baseline."""
+    preempts and reads Algorithms 1 and 2 by `rules`; ValueError for an unknown name, or
+    preemption or the paper's rules asked of a baseline."""
     policy = load_sorting(sorting) if isinstance(sorting, str) else sorting
     if name == "flexible":
         return FlexibleScheduler(
-            capacity, policy, preemptive=preemptive, remaining_work=remaining_work
+            capacity, policy, preemptive=preemptive, remaining_work=remaining_work, rules=rules
         )
     if preemptive:
         raise ValueError(f"only the flexible scheduler preempts, not {name!r}")
+    if FlexibleRules(rules) is not FlexibleRules.OURS:
+        raise ValueError(
+            f"the rules are the flexible scheduler's (Algorithms 1 and 2), not {name!r}'s"
+        )
     if name == "rigid":
         return RigidScheduler(capacity, policy, remaining_work=remaining_work)
     if name == "malleable":
@@ -175,6 +181,8 @@ class ZoeResult:
     segments: list[Segment] = field(default_factory=list)
     window: tuple[float, float] = (0.0, 0.0)
     events: int = 0
+    rules: FlexibleRules = FlexibleRules.OURS
+    """How the flexible scheduler read Algorithms 1 and 2 (the baselines: always `OURS`)."""
 
     @property
     def finished(self) -> list[ApplicationRecord]:
@@ -246,7 +254,8 @@ class ZoeResult:
 
 class ZoeSimulator:
     """Runs `applications` through `scheduler` ("flexible", "rigid" or "malleable") with the
-    sorting policy `sorting`, on `capacity`, carried out by `placement` (default pooled)."""
+    sorting policy `sorting`, on `capacity`, carried out by `placement` (default pooled); the
+    flexible scheduler reads Algorithms 1 and 2 by `rules` (default `FlexibleRules.OURS`)."""
 
     def __init__(
         self,
@@ -257,6 +266,7 @@ class ZoeSimulator:
         sorting: str | SortingPolicy = "fifo",
         preemptive: bool = False,
         placement: Placement | None = None,
+        rules: FlexibleRules = FlexibleRules.OURS,
     ) -> None:
         self.applications = sorted(applications, key=lambda a: a.arrival)
         self.capacity = capacity
@@ -269,6 +279,7 @@ class ZoeSimulator:
             remaining_work=lambda application: self.remaining.get(
                 application.app_id, application.work
             ),
+            rules=rules,
         )
         self.placement: Placement = placement if placement is not None else PooledPlacement()
         self.now = 0.0
@@ -280,6 +291,7 @@ class ZoeSimulator:
             preemptive=preemptive,
             placement=self.placement.name,
             records={},
+            rules=FlexibleRules(rules),
         )
         self.elastic_running: dict[str, int] = {}
 
