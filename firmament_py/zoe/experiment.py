@@ -11,10 +11,12 @@
   scheduler with and without preemption (Algorithm 2 vs 1); queuing and turnaround by
   application category.
 
-Both use the pooled placement, as the paper's simulator does (the virtual assignment is taken
-as carried out at once); `FlowPlacement` is exercised by the tests and `zoe simulate
---placement flow`. Every point is one simulation (one seed); the framework takes medians over
-seeds.
+Both use the pooled placement (the cluster as one pool of cpu and ram, the virtual assignment
+carried out at once). That is our choice, not the paper's statement: the paper says its
+simulator carries the assignment out instantaneously but not how it places components, and the
+authors' public simulator places them machine by machine. `FlowPlacement` is exercised by the
+tests and `zoe simulate --placement flow`. Every point is one simulation (one seed); the
+framework takes medians over seeds.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Zoe's preemption experiment (`firmament-py experiment zoe-preemption`, Figure 9 of the
 paper): the whole workload, with interactive applications (priority 1), under SRPT; the flexible
 scheduler with and without preemption (Algorithm 2 vs 1); queuing and turnaround by application
-category. The pooled placement, one simulation per point, medians over seeds (as
-`firmament_py.zoe.experiment` explains)."""
+category. The pooled placement (our choice; the paper does not say how its simulator places
+components), one simulation per point, medians over seeds (as `firmament_py.zoe.experiment`
+explains)."""
 
 from __future__ import annotations
 

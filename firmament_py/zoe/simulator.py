@@ -2,11 +2,14 @@
 
 Events are arrivals (from the workload) and departures (derived: an application finishes when
 its work is done). After every event the scheduler's virtual assignment is carried out by a
-`Placement`: `PooledPlacement` takes it as it is (the cluster as one pool of cpu and ram, as the
-paper's simulator does: "fulfills it ... instantaneously"); `firmament_py.zoe.placement.
-FlowPlacement` places every component on a machine through the flow scheduler and reports how
-many elastic components really run, and which admitted applications could not start (not all
-of their core components found a machine): those are withdrawn from service and wait again.
+`Placement`: `PooledPlacement` takes it as it is, the cluster as one pool of cpu and ram. That
+is our choice: the paper says its simulator "fulfills [the assignment] by allocating resources
+accordingly, which happens instantaneously", not how it places components, and the authors'
+public simulator (DistributedSystemsGroup/cluster-scheduler-simulator) places them machine by
+machine. `firmament_py.zoe.placement.FlowPlacement` places every component on a machine
+through the flow scheduler and reports how many elastic components really run, and which
+admitted applications could not start (not all of their core components found a machine):
+those are withdrawn from service and wait again.
 
 Service model (section 2.2): an application that has started works at rate C - 2 + x, x the
 elastic components running; the simulator keeps the work left and, whenever x changes, the
