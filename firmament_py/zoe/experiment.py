@@ -21,10 +21,12 @@ framework takes medians over seeds.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -40,15 +42,26 @@ from firmament_py.sim.experiment import (
 from firmament_py.sim.plots import legend_below, log_time_axis
 from firmament_py.sim.verdicts import Verdict, every, factor, share
 from firmament_py.sim.wording import plural
+from firmament_py.zoe.flexible import FlexibleRules
 from firmament_py.zoe.measures import CORES, MACHINES, RAM_GIB, run_measurements, zoe_capacity
-from firmament_py.zoe.preemption_experiment import ZOE_PREEMPTION, PreemptionParams
+from firmament_py.zoe.preemption_experiment import (
+    ZOE_PREEMPTION,
+    PreemptionParams,
+    rules_described,
+)
 from firmament_py.zoe.simulator import ZoeSimulator
 from firmament_py.zoe.workload import (
     WorkloadSpec,
     generate,
 )
 
-__all__ = ["ZOE_PREEMPTION", "ZOE_TURNAROUND", "PreemptionParams", "TurnaroundParams"]
+__all__ = [
+    "ZOE_PREEMPTION",
+    "ZOE_TURNAROUND",
+    "PreemptionParams",
+    "TurnaroundParams",
+    "with_rules",
+]
 
 _SCHEDULERS = ("rigid", "malleable", "flexible")
 _COLOURS = {"rigid": "C7", "malleable": "C1", "flexible": "C0"}
@@ -102,12 +115,14 @@ def _box_plot(
 @dataclass(frozen=True)
 class TurnaroundParams:
     """`applications` batch applications per run at each of `loads`, for each of `seeds`,
-    under each scheduler and each of `sorts`."""
+    under each scheduler and each of `sorts`; the flexible scheduler reads Algorithms 1 and 2
+    by `rules` (the baselines have none)."""
 
     applications: int
     loads: tuple[float, ...]
     seeds: tuple[int, ...]
     sorts: tuple[str, ...] = ("fifo", "sjf")
+    rules: FlexibleRules = FlexibleRules.OURS
 
 
 def _turnaround_describe(p: TurnaroundParams) -> str:
@@ -115,7 +130,7 @@ def _turnaround_describe(p: TurnaroundParams) -> str:
         f"{MACHINES} machines of {CORES:g} cores and {RAM_GIB:g} GiB; {p.applications:,} batch "
         f"applications per run (80% elastic, 20% rigid), offered load "
         f"{', '.join(f'{x:g}' for x in p.loads)}; sorting {', '.join(p.sorts)}; "
-        f"{plural(len(p.seeds), 'seed')}"
+        f"{plural(len(p.seeds), 'seed')}{rules_described(p.rules)}"
     )
 
 
@@ -132,8 +147,9 @@ def _turnaround_measure(p: TurnaroundParams, tracker: Tracker) -> list[Measureme
             applications = generate(spec, capacity, seed)
             for sort in p.sorts:
                 for scheduler in _SCHEDULERS:
+                    rules = p.rules if scheduler == "flexible" else FlexibleRules.OURS
                     result = ZoeSimulator(
-                        applications, capacity, scheduler=scheduler, sorting=sort
+                        applications, capacity, scheduler=scheduler, sorting=sort, rules=rules
                     ).run()
                     out += run_measurements(f"{scheduler} {sort}", load, seed, result)
                     tracker.step(f"{scheduler} {sort}, load {load:g}, seed {seed}")
@@ -392,3 +408,25 @@ ZOE_TURNAROUND = Experiment[TurnaroundParams](
     claims=_turnaround_claims,
     plot=_turnaround_plot,
 )
+
+
+_Params = TypeVar("_Params", TurnaroundParams, PreemptionParams)
+
+
+def with_rules(experiment: Experiment[_Params], rules: FlexibleRules) -> Experiment[_Params]:
+    """`experiment` (`ZOE_TURNAROUND` or `ZOE_PREEMPTION`) with the flexible scheduler reading
+    Algorithms 1 and 2 by `rules` at every scale. Under `PAPER` its name and title say so
+    (`zoe-preemption-paper`), so that its files do not overwrite those of the default run::
+
+        with_rules(ZOE_PREEMPTION, FlexibleRules.PAPER).run("out", scale="quick")
+    """
+    rules = FlexibleRules(rules)
+    scales = {scale: dataclasses.replace(p, rules=rules) for scale, p in experiment.scales.items()}
+    if rules is FlexibleRules.OURS:
+        return dataclasses.replace(experiment, scales=scales)
+    return dataclasses.replace(
+        experiment,
+        name=f"{experiment.name}-{rules.value}",
+        title=f"{experiment.title}, Algorithms 1 and 2 as printed",
+        scales=scales,
+    )

@@ -23,6 +23,7 @@ from firmament_py.sim.experiment import (
 from firmament_py.sim.plots import legend_below, log_time_axis
 from firmament_py.sim.verdicts import Outcome, Verdict, factor
 from firmament_py.sim.wording import plural
+from firmament_py.zoe.flexible import FlexibleRules
 from firmament_py.zoe.measures import CORES, MACHINES, RAM_GIB, run_measurements, zoe_capacity
 from firmament_py.zoe.simulator import ZoeSimulator
 from firmament_py.zoe.workload import (
@@ -34,18 +35,28 @@ from firmament_py.zoe.workload import (
     generate,
 )
 
-__all__ = ["ZOE_PREEMPTION", "PreemptionParams"]
+__all__ = ["ZOE_PREEMPTION", "PreemptionParams", "rules_described"]
 
 
 @dataclass(frozen=True)
 class PreemptionParams:
     """`applications` applications (20% interactive) per run at `load`, for each of `seeds`,
-    under the flexible scheduler and `sorting`, with and without preemption."""
+    under the flexible scheduler and `sorting`, with and without preemption, reading Algorithms
+    1 and 2 by `rules`."""
 
     applications: int
     load: float
     seeds: tuple[int, ...]
     sorting: str = "srpt"
+    rules: FlexibleRules = FlexibleRules.OURS
+
+
+def rules_described(rules: FlexibleRules) -> str:
+    """What a scale's description adds for `rules`: nothing for the default, `OURS`, so that
+    the descriptions of the committed runs stay as they were."""
+    if FlexibleRules(rules) is FlexibleRules.OURS:
+        return ""
+    return "; Algorithms 1 and 2 as printed (rules paper)"
 
 
 _PREEMPTION_SERIES = ("non-preemptive", "preemptive")
@@ -56,6 +67,7 @@ def _preemption_describe(p: PreemptionParams) -> str:
         f"{MACHINES} machines of {CORES:g} cores and {RAM_GIB:g} GiB; {p.applications:,} "
         f"applications per run (80% batch, 20% interactive with priority 1), offered load "
         f"{p.load:g}; flexible scheduler, {p.sorting}; {plural(len(p.seeds), 'seed')}"
+        f"{rules_described(p.rules)}"
     )
 
 
@@ -77,6 +89,7 @@ def _preemption_measure(p: PreemptionParams, tracker: Tracker) -> list[Measureme
                 scheduler="flexible",
                 sorting=p.sorting,
                 preemptive=series == "preemptive",
+                rules=p.rules,
             ).run()
             out += run_measurements(series, p.load, seed, result)
             tracker.step(f"{series}, seed {seed}")
