@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firmament_py.sim.experiment import Tracker
+from firmament_py.sim.experiments import EXPERIMENTS
 from firmament_py.zoe import experiment as turnaround_module
 from firmament_py.zoe import preemption_experiment as preemption_module
 from firmament_py.zoe.application import Application, ApplicationRefused
@@ -25,7 +26,9 @@ from firmament_py.zoe.capacity import GIB, ClusterCapacity
 from firmament_py.zoe.cli import simulate, zoe
 from firmament_py.zoe.experiment import (
     ZOE_PREEMPTION,
+    ZOE_PREEMPTION_PAPER,
     ZOE_TURNAROUND,
+    ZOE_TURNAROUND_PAPER,
     PreemptionParams,
     TurnaroundParams,
     with_rules,
@@ -229,6 +232,20 @@ def test_both_experiments_pass_the_rules_to_the_flexible_scheduler(
     seen.clear()
     paper_preemption.measure(PreemptionParams(12, 1.3, (0,), rules=PAPER), tracker)
     assert seen == [("flexible", PAPER), ("flexible", PAPER)]
+
+
+def test_the_paper_variants_are_registered() -> None:
+    """`firmament-py experiment zoe-turnaround-paper` and `zoe-preemption-paper`: the default
+    experiments under `PAPER` at every scale, with the same claims' code."""
+    for default, paper in (
+        (ZOE_TURNAROUND, ZOE_TURNAROUND_PAPER),
+        (ZOE_PREEMPTION, ZOE_PREEMPTION_PAPER),
+    ):
+        assert EXPERIMENTS[f"{default.name}-paper"] is paper
+        assert paper == with_rules(default, PAPER)
+        assert paper.claims is default.claims and paper.scales.keys() == default.scales.keys()
+        assert all(p.rules is PAPER for p in paper.scales.values())
+        assert paper.title.endswith("Algorithms 1 and 2 as printed")
 
 
 # ---------------------------------------------------------------------- the command line

@@ -10,8 +10,11 @@
   the whole workload, with interactive applications (priority 1), under SRPT; the flexible
   scheduler with and without preemption (Algorithm 2 vs 1); queuing and turnaround by
   application category.
+* `ZOE_TURNAROUND_PAPER` and `ZOE_PREEMPTION_PAPER` ("zoe-turnaround-paper",
+  "zoe-preemption-paper"): the same with the flexible scheduler reading Algorithms 1 and 2 as
+  printed (`FlexibleRules.PAPER`, by `with_rules`); the others read them our way (`OURS`).
 
-Both use the pooled placement (the cluster as one pool of cpu and ram, the virtual assignment
+All four use the pooled placement (the cluster as one pool of cpu and ram, the virtual assignment
 carried out at once). That is our choice, not the paper's statement: the paper says its
 simulator carries the assignment out instantaneously but not how it places components, and the
 authors' public simulator places them machine by machine. `FlowPlacement` is exercised by the
@@ -57,7 +60,9 @@ from firmament_py.zoe.workload import (
 
 __all__ = [
     "ZOE_PREEMPTION",
+    "ZOE_PREEMPTION_PAPER",
     "ZOE_TURNAROUND",
+    "ZOE_TURNAROUND_PAPER",
     "PreemptionParams",
     "TurnaroundParams",
     "with_rules",
@@ -430,3 +435,9 @@ def with_rules(experiment: Experiment[_Params], rules: FlexibleRules) -> Experim
         title=f"{experiment.title}, Algorithms 1 and 2 as printed",
         scales=scales,
     )
+
+
+ZOE_TURNAROUND_PAPER = with_rules(ZOE_TURNAROUND, FlexibleRules.PAPER)
+"""`zoe-turnaround-paper`: `ZOE_TURNAROUND` with Algorithms 1 and 2 as printed."""
+ZOE_PREEMPTION_PAPER = with_rules(ZOE_PREEMPTION, FlexibleRules.PAPER)
+"""`zoe-preemption-paper`: `ZOE_PREEMPTION` with Algorithms 1 and 2 as printed."""
