@@ -248,6 +248,16 @@ def test_the_paper_variants_are_registered() -> None:
         assert paper.title.endswith("Algorithms 1 and 2 as printed")
 
 
+def test_the_batch_claim_names_departure_a_under_ours_only() -> None:
+    """Preemption by the whole order (a) is what moves batch queuing: the default run's batch
+    claim says so beside its verdict; the printed rules' run has no such departure."""
+    for experiment, departs in ((ZOE_PREEMPTION, True), (ZOE_PREEMPTION_PAPER, False)):
+        claims = experiment.claims(experiment.scales["test"], [])
+        batch = next(c for c in claims if c.claim.startswith("Batch elastic"))
+        assert ("departure (a)" in batch.why) is departs
+        assert all("departure (a)" not in c.why for c in claims if c is not batch)
+
+
 # ---------------------------------------------------------------------- the command line
 
 

@@ -133,13 +133,27 @@ def _preemption_claims(p: PreemptionParams, measurements: list[Measurement]) -> 
             f"{BATCH_ELASTIC} queuing p50 {both(f'{BATCH_ELASTIC}_queuing_p50_s')}, p95 "
             f"{both(f'{BATCH_ELASTIC}_queuing_p95_s')}; {BATCH_RIGID} p50 "
             f"{both(f'{BATCH_RIGID}_queuing_p50_s')}",
-            f"{p.applications:,} applications per run, parametric distributions",
+            f"{p.applications:,} applications per run, parametric distributions"
+            + _size_based_preemption(p.rules),
             _stable_verdict(
                 get(f"{BATCH_ELASTIC}_queuing_p50_s", "non-preemptive"),
                 get(f"{BATCH_ELASTIC}_queuing_p50_s", "preemptive"),
             ),
         ),
     ]
+
+
+def _size_based_preemption(rules: FlexibleRules) -> str:
+    """What the batch claim's last column adds for `rules`: under `OURS` an arrival preempts
+    by the whole order, not by priority alone (departure (a) in docs/zoe.md), and batch
+    applications are the ones it changes; under `PAPER`, nothing."""
+    if FlexibleRules(rules) is FlexibleRules.PAPER:
+        return ""
+    return (
+        "; Algorithm 2 read with size-based priorities (departure (a) in docs/zoe.md): under "
+        "SRPT a batch arrival shorter than the serving set's tail preempts too, where the "
+        "printed rules (zoe-preemption-paper) let only a higher priority preempt"
+    )
 
 
 _PAPER_PREEMPTION_FACTOR = 100.0
