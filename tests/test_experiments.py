@@ -143,7 +143,7 @@ def any_run(request: pytest.FixtureRequest, runs: Callable[[str], _Run]) -> _Run
 def test_names_in_the_papers_order() -> None:
     """Firmament's figures in the paper's order, then the other papers' experiments (tested
     beside their code: tests/test_nomora_experiment.py, test_zoe_placement.py,
-    test_workflows_experiment.py)."""
+    test_zoe_rules.py, test_workflows_experiment.py); Zoe's under the printed rules first."""
     assert experiment_names() == [
         "fig7",
         "fig8-16",
@@ -152,7 +152,9 @@ def test_names_in_the_papers_order() -> None:
         "fig14",
         "fig18",
         "nomora-google",
+        "zoe-turnaround-paper",
         "zoe-turnaround",
+        "zoe-preemption-paper",
         "zoe-preemption",
         "network-tasks",
     ]

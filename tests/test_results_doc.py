@@ -50,6 +50,17 @@ def test_a_block_is_rendered_from_its_csv(tmp_path: Path, data: Path) -> None:
     assert stale([doc]) == [] and render(doc) == text  # rendering is idempotent
 
 
+def test_a_block_shows_its_own_plots_not_those_of_a_longer_name(tmp_path: Path) -> None:
+    """zoe-turnaround-paper's plots lie beside zoe-turnaround's and match its glob."""
+    run_experiment("zoe-turnaround", tmp_path, scale="test")
+    for stem in ("zoe-turnaround-paper", "zoe-turnaround-paper-queuing"):
+        (tmp_path / f"{stem}.png").write_bytes((tmp_path / "zoe-turnaround.png").read_bytes())
+    doc = _document(tmp_path, tmp_path, f"<!-- rendered from DATA/zoe-turnaround.csv -->\n{END}\n")
+    text = render(doc)
+    assert "![zoe-turnaround](" in text and "![zoe-turnaround-queuing](" in text
+    assert "zoe-turnaround-paper" not in text
+
+
 def test_a_changed_verdict_makes_the_document_stale(
     tmp_path: Path, data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,7 +37,12 @@ from firmament_py.sim.figures import (
     Fig816Params,
 )
 from firmament_py.workflows.experiment import NETWORK_TASKS
-from firmament_py.zoe.experiment import ZOE_PREEMPTION, ZOE_TURNAROUND
+from firmament_py.zoe.experiment import (
+    ZOE_PREEMPTION,
+    ZOE_PREEMPTION_PAPER,
+    ZOE_TURNAROUND,
+    ZOE_TURNAROUND_PAPER,
+)
 
 __all__ = [
     "CSV_COLUMNS",
@@ -69,12 +74,15 @@ EXPERIMENTS: dict[str, Experiment[Any]] = {
         FIG14,
         FIG18,
         NOMORA_GOOGLE,
+        ZOE_TURNAROUND_PAPER,
         ZOE_TURNAROUND,
+        ZOE_PREEMPTION_PAPER,
         ZOE_PREEMPTION,
         NETWORK_TASKS,
     )
 }
-"""The experiments by name: Firmament's in the paper's order, then the other papers'."""
+"""The experiments by name: Firmament's in the paper's order, then the other papers'; Zoe's
+each under Algorithms 1 and 2 as printed (`-paper`) first, then as we read them."""
 
 
 def experiment_names() -> list[str]:

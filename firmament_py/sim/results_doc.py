@@ -94,9 +94,17 @@ def _experiment(csv_path: Path, document: Path) -> list[str]:
     plots = sorted(csv_path.parent.glob(f"{result.name}.png")) + sorted(
         csv_path.parent.glob(f"{result.name}-*.png")
     )
+    # zoe-turnaround-paper.png is not one of zoe-turnaround's plots but its own run's
+    others = [n for n in experiment_names() if n.startswith(f"{result.name}-")]
+    plots = [p for p in plots if not any(_plot_of(p, other) for other in others)]
     for plot in plots:
         lines += ["", f"![{plot.stem}]({_link(plot, document)})"]
     return lines
+
+
+def _plot_of(plot: Path, name: str) -> bool:
+    """Whether `plot` is one the experiment `name` draws (`NAME.png`, `NAME-*.png`)."""
+    return plot.stem == name or plot.stem.startswith(f"{name}-")
 
 
 def _summary(directory: Path, document: Path) -> list[str]:

@@ -14,7 +14,7 @@ discrete-event simulator, and placed on machines through the flow scheduler. The
     simulator    the discrete-event simulator and its metrics
     workload     applications sampled from the paper's distributions
     placement    carrying assignments out through `firmament_py.scheduler.Scheduler`
-    experiment   `zoe-turnaround` and `zoe-preemption`;  cli  the `zoe` command group
+    experiment   `zoe-turnaround`, `zoe-preemption` (and `-paper`);  cli  the `zoe` command group
 
 `docs/zoe.md` describes the design and the measurements.
 """

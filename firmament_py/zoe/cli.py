@@ -2,12 +2,13 @@
 
     firmament-py zoe simulate [--scheduler flexible|rigid|malleable] [--sort fifo|sjf|...]
         [--preemptive] [--apps N] [--load X] [--seed S] [--machines M] [--batch-only]
-        [--workload FILE.json] [--placement pooled|flow] [--policy NAME]
+        [--workload FILE.json] [--placement pooled|flow] [--policy NAME] [--rules ours|paper]
 
 prints a summary of turnaround and queuing percentiles, slowdown, queue sizes and allocation
 (`--workload` reads applications from a JSON file instead of sampling them; a malformed one is
-refused with the application and field named). `firmament-py zoe sorting` lists the sorting
-policies.
+refused with the application and field named; `--rules paper` makes the flexible scheduler
+follow Algorithms 1 and 2 as printed, see `firmament_py.zoe.flexible.FlexibleRules`).
+`firmament-py zoe sorting` lists the sorting policies.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from firmament_py.cli.params import FiniteFloatRange
 from firmament_py.sdk.discovery import unknown_policy
 from firmament_py.zoe.application import ApplicationError, applications_from_json
 from firmament_py.zoe.capacity import MAX_MACHINES, ClusterCapacity
+from firmament_py.zoe.flexible import FlexibleRules
 from firmament_py.zoe.simulator import SCHEDULER_NAMES, Placement, ZoeResult, ZoeSimulator
 from firmament_py.zoe.sorting import SortingError, load_sorting, sorting_names
 from firmament_py.zoe.workload import CATEGORIES, MAX_APPLICATIONS, WorkloadSpec, generate
@@ -52,6 +54,8 @@ def summary_table(result: ZoeResult) -> Table:
         f"zoe: {result.scheduler}{' (preemptive)' if result.preemptive else ''}, "
         f"sort {result.sorting}, placement {result.placement}"
     )
+    if result.rules is not FlexibleRules.OURS:  # the default's title stays as it was
+        title += f", rules {result.rules.value}"
     table = Table(title=title)
     table.add_column("applications", style="bold")
     for column in ("n", "p25", "p50", "p75", "p95", "mean"):
@@ -101,6 +105,13 @@ def summary_table(result: ZoeResult) -> Table:
 )
 @click.option("--placement", type=click.Choice(["pooled", "flow"]), default="pooled")
 @click.option("--policy", default="zoe", show_default=True, help="With --placement flow.")
+@click.option(
+    "--rules",
+    type=click.Choice([rules.value for rules in FlexibleRules]),
+    default=FlexibleRules.OURS.value,
+    show_default=True,
+    help="paper: Algorithms 1 and 2 as printed (flexible scheduler only).",
+)
 def simulate(
     scheduler: str,
     sorting: str,
@@ -115,10 +126,16 @@ def simulate(
     workload: Path | None,
     placement: str,
     policy: str,
+    rules: str,
 ) -> None:
     """Simulate applications under one scheduler and sorting policy and print a summary."""
     if preemptive and scheduler != "flexible":
         raise click.BadParameter("only the flexible scheduler preempts", param_hint="--preemptive")
+    flexible_rules = FlexibleRules(rules)
+    if flexible_rules is not FlexibleRules.OURS and scheduler != "flexible":
+        raise click.BadParameter(
+            "the rules are the flexible scheduler's (Algorithms 1 and 2)", param_hint="--rules"
+        )
     policy_given = (
         click.get_current_context().get_parameter_source("policy")
         is click.core.ParameterSource.COMMANDLINE
@@ -159,6 +176,7 @@ def simulate(
             sorting=sort_policy,
             preemptive=preemptive,
             placement=flow,
+            rules=flexible_rules,
         ).run()
     finally:
         if flow is not None:

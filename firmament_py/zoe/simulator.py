@@ -2,11 +2,14 @@
 
 Events are arrivals (from the workload) and departures (derived: an application finishes when
 its work is done). After every event the scheduler's virtual assignment is carried out by a
-`Placement`: `PooledPlacement` takes it as it is (the cluster as one pool of cpu and ram, as the
-paper's simulator does: "fulfills it ... instantaneously"); `firmament_py.zoe.placement.
-FlowPlacement` places every component on a machine through the flow scheduler and reports how
-many elastic components really run, and which admitted applications could not start (not all
-of their core components found a machine): those are withdrawn from service and wait again.
+`Placement`: `PooledPlacement` takes it as it is, the cluster as one pool of cpu and ram. That
+is our choice: the paper says its simulator "fulfills [the assignment] by allocating resources
+accordingly, which happens instantaneously", not how it places components, and the authors'
+public simulator (DistributedSystemsGroup/cluster-scheduler-simulator) places them machine by
+machine. `firmament_py.zoe.placement.FlowPlacement` places every component on a machine
+through the flow scheduler and reports how many elastic components really run, and which
+admitted applications could not start (not all of their core components found a machine):
+those are withdrawn from service and wait again.
 
 Service model (section 2.2): an application that has started works at rate C - 2 + x, x the
 elastic components running; the simulator keeps the work left and, whenever x changes, the
@@ -36,7 +39,7 @@ import numpy as np
 from firmament_py.zoe.application import Application
 from firmament_py.zoe.baselines import MalleableScheduler, RigidScheduler
 from firmament_py.zoe.capacity import ClusterCapacity, Demand
-from firmament_py.zoe.flexible import FlexibleScheduler
+from firmament_py.zoe.flexible import FlexibleRules, FlexibleScheduler
 from firmament_py.zoe.scheduler import ApplicationScheduler
 from firmament_py.zoe.sorting import SortingPolicy, load_sorting
 
@@ -65,16 +68,22 @@ def make_scheduler(
     *,
     preemptive: bool = False,
     remaining_work: Callable[[Application], float] | None = None,
+    rules: FlexibleRules = FlexibleRules.OURS,
 ) -> ApplicationScheduler:
     """The scheduler `name` ("flexible", "rigid" or "malleable"). Only the flexible one
-    preempts; ValueError for an unknown name or preemption asked of a baseline."""
+    preempts and reads Algorithms 1 and 2 by `rules`; ValueError for an unknown name, or
+    preemption or the paper's rules asked of a baseline."""
     policy = load_sorting(sorting) if isinstance(sorting, str) else sorting
     if name == "flexible":
         return FlexibleScheduler(
-            capacity, policy, preemptive=preemptive, remaining_work=remaining_work
+            capacity, policy, preemptive=preemptive, remaining_work=remaining_work, rules=rules
         )
     if preemptive:
         raise ValueError(f"only the flexible scheduler preempts, not {name!r}")
+    if FlexibleRules(rules) is not FlexibleRules.OURS:
+        raise ValueError(
+            f"the rules are the flexible scheduler's (Algorithms 1 and 2), not {name!r}'s"
+        )
     if name == "rigid":
         return RigidScheduler(capacity, policy, remaining_work=remaining_work)
     if name == "malleable":
@@ -175,6 +184,8 @@ class ZoeResult:
     segments: list[Segment] = field(default_factory=list)
     window: tuple[float, float] = (0.0, 0.0)
     events: int = 0
+    rules: FlexibleRules = FlexibleRules.OURS
+    """How the flexible scheduler read Algorithms 1 and 2 (the baselines: always `OURS`)."""
 
     @property
     def finished(self) -> list[ApplicationRecord]:
@@ -246,7 +257,8 @@ class ZoeResult:
 
 class ZoeSimulator:
     """Runs `applications` through `scheduler` ("flexible", "rigid" or "malleable") with the
-    sorting policy `sorting`, on `capacity`, carried out by `placement` (default pooled)."""
+    sorting policy `sorting`, on `capacity`, carried out by `placement` (default pooled); the
+    flexible scheduler reads Algorithms 1 and 2 by `rules` (default `FlexibleRules.OURS`)."""
 
     def __init__(
         self,
@@ -257,6 +269,7 @@ class ZoeSimulator:
         sorting: str | SortingPolicy = "fifo",
         preemptive: bool = False,
         placement: Placement | None = None,
+        rules: FlexibleRules = FlexibleRules.OURS,
     ) -> None:
         self.applications = sorted(applications, key=lambda a: a.arrival)
         self.capacity = capacity
@@ -269,6 +282,7 @@ class ZoeSimulator:
             remaining_work=lambda application: self.remaining.get(
                 application.app_id, application.work
             ),
+            rules=rules,
         )
         self.placement: Placement = placement if placement is not None else PooledPlacement()
         self.now = 0.0
@@ -280,6 +294,7 @@ class ZoeSimulator:
             preemptive=preemptive,
             placement=self.placement.name,
             records={},
+            rules=FlexibleRules(rules),
         )
         self.elastic_running: dict[str, int] = {}
 
