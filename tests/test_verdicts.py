@@ -29,7 +29,14 @@ from firmament_py.sim.simulator import (
     SimulationResult,
     TaskRecord,
 )
-from firmament_py.sim.verdicts import Outcome, factor, near, share
+from firmament_py.sim.verdicts import (
+    Outcome,
+    factor,
+    gain_interval,
+    mean_interval,
+    near,
+    share,
+)
 
 
 def test_share_factor_and_near_decide_by_their_rules() -> None:
@@ -49,6 +56,31 @@ def test_share_factor_and_near_decide_by_their_rules() -> None:
 
 
 FIG7_SCALE = Fig7Params(machines=(8, 16), seeds=(0,), ssp_max_machines=16)
+
+
+def test_mean_interval_matches_scipy_and_gain_interval_decides_by_it() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    values = [3.0, 5.0, 4.0, 6.0, 2.0]
+    interval = mean_interval(values)
+    assert interval is not None and interval.n == 5
+    low, high = scipy_stats.t.interval(0.95, 4, loc=4.0, scale=scipy_stats.sem(values))
+    assert interval.mean == pytest.approx(4.0)
+    assert (interval.low, interval.high) == (pytest.approx(low), pytest.approx(high))
+    assert mean_interval([]) is None
+    one = mean_interval([2.0, float("nan")])
+    assert one is not None and (one.low, one.high, one.n) == (2.0, 2.0, 1)
+    assert "one seed" in str(one)
+    # The mean reaches the paper's 3 and the interval lies above 0: reproduced.
+    assert gain_interval(interval, 3.0, "c", "points").outcome is Outcome.REPRODUCED
+    # The same mean short of the paper's 5: partly.
+    assert gain_interval(interval, 5.0, "c", "points").outcome is Outcome.PARTLY
+    # A positive mean whose interval reaches below 0: partly, not reproduced.
+    noisy = mean_interval([-4.0, 6.0, 1.0])
+    assert noisy is not None and noisy.low < 0 < noisy.mean
+    assert gain_interval(noisy, 0.5, "c", "points").outcome is Outcome.PARTLY
+    worse = mean_interval([-1.0, -2.0])
+    assert gain_interval(worse, 1.0, "c", "points").outcome is Outcome.NOT_REPRODUCED
+    assert gain_interval(None, 1.0, "c", "points").outcome is Outcome.NOT_MEASURED
 
 
 def _fig7(times: dict[str, tuple[float, float]]) -> list[Outcome]:

@@ -5,7 +5,8 @@ A `Verdict` says the outcome (reproduced, partly, not reproduced), the criterion
 the numbers that decided it. The functions below are the criteria the experiments use, each a
 plain rule over numbers: in how many of the cases a property held (`share`), whether a ratio
 reaches the paper's factor in the paper's direction (`factor`), whether a difference reaches the
-paper's (`gain`), whether a value falls within a factor of the paper's (`near`), and how parts
+paper's (`gain`, or `gain_interval` over seeds with a confidence interval from
+`mean_interval`), whether a value falls within a factor of the paper's (`near`), and how parts
 judged apart add up (`every`). An experiment's claim code measures, picks a criterion and
 passes the numbers; tests feed the same code numbers that must flip the outcome.
 """
@@ -19,7 +20,18 @@ from dataclasses import dataclass
 
 from firmament_py.sim.wording import plural
 
-__all__ = ["Outcome", "Verdict", "every", "factor", "gain", "near", "share"]
+__all__ = [
+    "Interval",
+    "Outcome",
+    "Verdict",
+    "every",
+    "factor",
+    "gain",
+    "gain_interval",
+    "mean_interval",
+    "near",
+    "share",
+]
 
 
 class Outcome(enum.Enum):
@@ -125,3 +137,58 @@ def near(value: float | None, paper: float, within: float, criterion: str) -> Ve
     else:
         outcome = Outcome.NOT_REPRODUCED
     return Verdict(outcome, criterion, f"measured {value:.3g} against the paper's {paper:.3g}")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The mean of a quantity measured once per seed and its two-sided confidence interval
+    (Student's t over the seeds: the seeds are independent runs, too few for a normal
+    approximation). With one seed the interval is the point itself and `n` says so."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    level: float = 0.95
+
+    def __str__(self) -> str:
+        if self.n < 2:
+            return f"{self.mean:.3g} (one seed, no interval)"
+        return (
+            f"{self.mean:.3g} ({self.level:.0%} CI {self.low:.3g} to {self.high:.3g}, "
+            f"{self.n} seeds)"
+        )
+
+
+def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval | None:
+    """The mean of `values` (one per seed) with its `level` confidence interval; None if there
+    are no finite values."""
+    # scipy only where an interval is asked for: it is slow to import.
+    from scipy import stats  # type: ignore[import-untyped, unused-ignore]
+
+    finite = [float(v) for v in values if math.isfinite(v)]
+    if not finite:
+        return None
+    n = len(finite)
+    mean = math.fsum(finite) / n
+    if n < 2:
+        return Interval(mean, mean, mean, n, level)
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in finite) / (n - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    return Interval(mean, mean - half, mean + half, n, level)
+
+
+def gain_interval(interval: Interval | None, paper: float, criterion: str, unit: str) -> Verdict:
+    """A per-seed difference that the paper puts at `paper` (> 0, in `unit`), judged with its
+    confidence interval: reproduced if the mean reaches `paper` and the whole interval lies
+    above 0; partly if the mean is above 0 but either falls short (a smaller gain, or one the
+    seeds cannot tell from none); not reproduced at a mean of 0 or below."""
+    if interval is None or not math.isfinite(interval.mean):
+        return Verdict(Outcome.NOT_MEASURED, criterion, "no difference measured")
+    if interval.mean >= paper and interval.low > 0:
+        outcome = Outcome.REPRODUCED
+    elif interval.mean > 0:
+        outcome = Outcome.PARTLY
+    else:
+        outcome = Outcome.NOT_REPRODUCED
+    return Verdict(outcome, criterion, f"measured {interval} {unit} against the paper's {paper:+g}")
