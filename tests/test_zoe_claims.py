@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from firmament_py.sim.experiment import Claim, Measurement
 from firmament_py.sim.verdicts import Outcome
+from firmament_py.zoe import workload
 from firmament_py.zoe.experiment import (
     ZOE_PREEMPTION,
     ZOE_PREEMPTION_PAPER,
     ZOE_TURNAROUND,
     ZOE_TURNAROUND_PAPER,
 )
+from firmament_py.zoe.measures import zoe_capacity
 from firmament_py.zoe.seeds import TEN_SEEDS, gain_pct, paired, reduction_pct
 from firmament_py.zoe.workload import BATCH_ELASTIC, INTERACTIVE
 
@@ -171,3 +175,31 @@ def test_preemption_verdicts_follow_the_seeds(
     assert outcomes == expected
     assert all("3 seeds)" in c.ours for c in claims)
     assert all(c.verdict is not None and "3 seeds)" in c.verdict.decided_by for c in claims)
+
+
+def test_the_size_caps_bind_on_under_one_percent_of_a_full_scale_workload(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/zoe.md ("Kept under both rules"): the caps (cores at a quarter of the cluster, all
+    at half) change under 1% of the applications of a full-scale workload. Each application
+    is drawn twice from the same generator state, against the cluster and against one with no
+    effective bound, and the two compared."""
+    capacity = zoe_capacity()
+    unbounded = SimpleNamespace(total=capacity.total * 1_000_000)
+    draw = workload._application
+    capped: list[bool] = []
+
+    def both(rng: np.random.Generator, index: int, category: str, cap: object) -> object:
+        state = rng.bit_generator.state
+        free = draw(rng, index, category, unbounded)  # type: ignore[arg-type]
+        rng.bit_generator.state = state
+        application = draw(rng, index, category, capacity)
+        capped.append(application.components != free.components)
+        return application
+
+    monkeypatch.setattr(workload, "_application", both)
+    p = ZOE_TURNAROUND.scales["full"]
+    spec = workload.WorkloadSpec(applications=p.applications, load=1.3, interactive_fraction=0)
+    workload.generate(spec, capacity, seed=0)
+    assert len(capped) == p.applications
+    assert 0 < sum(capped) < p.applications / 100
