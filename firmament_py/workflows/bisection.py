@@ -44,6 +44,7 @@ _SWAP_CANDIDATES = 8
 """Swaps are tried among the unlocked vertices of highest gain on each side (Kernighan and Lin
 note that the best pair is found among the first few of each side sorted by gain)."""
 _MAX_PASSES = 12
+_PATIENCE = 20
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,9 @@ class BalancedBisector:
         """Kernighan-Lin passes from side `a` (the rest is side b): each pass moves, one step
         at a time, the unlocked vertex or pair of highest gain (cut weight saved) that keeps both
         sides within their allowance (no more overloaded than at the start), locks it, and at
-        the end keeps the best prefix of its moves; passes repeat while they gain."""
+        the end keeps the best prefix of its moves; passes repeat while they gain. A pass stops
+        early after `_PATIENCE` moves without a new best (as Fiduccia-Mattheyses
+        implementations do: the best prefix is almost always short)."""
         side = {v: v in a for v in tasks}  # True: side a
         weight_a = self.weight_of(a)
         total = self.weight_of(tasks)
@@ -190,22 +193,22 @@ class BalancedBisector:
         gain_of = {
             v: self._external(v, side, tasks) - self._internal(v, side, tasks) for v in tasks
         }
+        limits = (cap_a, cap_b, allowed, total)
         for _ in range(_MAX_PASSES):
-            locked: set[int] = set()
+            free = ({v for v in tasks if not side[v]}, {v for v in tasks if side[v]})
             moves: list[tuple[int, ...]] = []
             cumulative = best = 0.0
             best_length = 0
-            while True:
-                move = self._best_move(
-                    tasks, side, gain_of, locked, weight_a, total, cap_a, cap_b, allowed
-                )
+            while len(moves) - best_length < _PATIENCE:
+                size_a = sum(side.values())
+                move = self._best_move(free, gain_of, weight_a, size_a, limits)
                 if move is None:
                     break
                 vertices, gain = move
                 for v in vertices:
                     weight_a += -self.weights[v] if side[v] else self.weights[v]
+                    free[side[v]].discard(v)
                     self._flip(v, side, gain_of, tasks)
-                locked.update(vertices)
                 moves.append(vertices)
                 cumulative += gain
                 if cumulative > best + _EPSILON:
@@ -239,44 +242,44 @@ class BalancedBisector:
 
     def _best_move(
         self,
-        tasks: frozenset[int],
-        side: dict[int, bool],
+        free: tuple[set[int], set[int]],
         gain_of: dict[int, float],
-        locked: set[int],
         weight_a: float,
-        total: float,
-        cap_a: float,
-        cap_b: float,
-        allowed: float,
+        size_a: int,
+        limits: tuple[float, float, float, float],
     ) -> tuple[tuple[int, ...], float] | None:
-        """The unlocked single move or swap of highest gain that keeps the overload within
-        `allowed` and leaves both sides non-empty; ties to the lower vertex indices."""
-        free_a = sorted(
-            (v for v in tasks if side[v] and v not in locked), key=lambda v: (-gain_of[v], v)
-        )
-        free_b = sorted(
-            (v for v in tasks if not side[v] and v not in locked), key=lambda v: (-gain_of[v], v)
-        )
-        size_a = sum(side[v] for v in tasks)
+        """The unlocked single move or swap of highest gain that keeps the overload within the
+        allowance and leaves both sides non-empty; ties to the lower vertex indices. `free` is
+        (unlocked of side b, unlocked of side a); side a holds `size_a` tasks in all."""
+        cap_a, cap_b, allowed, total = limits
+        weights = self.weights
+        free_a = sorted(free[1], key=lambda v: (-gain_of[v], v))
+        free_b = sorted(free[0], key=lambda v: (-gain_of[v], v))
+        size_b = len(gain_of) - size_a
+
+        def fits(new_a: float) -> bool:
+            return _overload(new_a, total - new_a, cap_a, cap_b) <= allowed
+
         best: tuple[tuple[int, ...], float] | None = None
-
-        def consider(vertices: tuple[int, ...], gain: float, new_a: float, new_size_a: int) -> None:
-            nonlocal best
-            if new_size_a < 1 or new_size_a > len(tasks) - 1:
-                return
-            if _overload(new_a, total - new_a, cap_a, cap_b) > allowed:
-                return
-            if best is None or gain > best[1] + _EPSILON:
-                best = (vertices, gain)
-
-        for v in free_a:
-            consider((v,), gain_of[v], weight_a - self.weights[v], size_a - 1)
-        for v in free_b:
-            consider((v,), gain_of[v], weight_a + self.weights[v], size_a + 1)
+        # Single moves: the first that fits, in order of gain, on each side.
+        for ordered, sign, left in ((free_a, -1.0, size_a), (free_b, 1.0, size_b)):
+            for v in ordered if left > 1 else ():
+                if best is not None and gain_of[v] <= best[1] + _EPSILON:
+                    break
+                if fits(weight_a + sign * weights[v]):
+                    best = ((v,), gain_of[v])
+                    break
+        # Swaps among the first few of each side (a swap gains at most the two gains).
         for x in free_a[:_SWAP_CANDIDATES]:
             for y in free_b[:_SWAP_CANDIDATES]:
-                gain = gain_of[x] + gain_of[y] - 2 * self.adjacency[x].get(y, 0.0)
-                consider((x, y), gain, weight_a - self.weights[x] + self.weights[y], size_a)
+                bound = gain_of[x] + gain_of[y]
+                if best is not None and bound <= best[1] + _EPSILON:
+                    break
+                gain = bound - 2 * self.adjacency[x].get(y, 0.0)
+                if (best is None or gain > best[1] + _EPSILON) and fits(
+                    weight_a - weights[x] + weights[y]
+                ):
+                    best = ((x, y), gain)
         return best
 
 
