@@ -38,6 +38,7 @@ __all__ = [
     "balanced_partition",
     "partition_placement",
     "partition_schedule",
+    "partition_schedules",
     "schedule_placed",
 ]
 
@@ -138,34 +139,50 @@ def partition_schedule(
     says how the best k is picked (`CHOOSE_K`)."""
     if choose_k not in CHOOSE_K:
         raise ValueError(f"choose_k must be one of {', '.join(CHOOSE_K)}, not {choose_k!r}")
+    return partition_schedules(workflow, platform, (choose_k,))[choose_k]
+
+
+def partition_schedules(
+    workflow: Workflow, platform: Platform, choices: Sequence[str] = CHOOSE_K
+) -> dict[str, Schedule]:
+    """PARTITION's schedule for each way of choosing k in `choices` (`CHOOSE_K`), from one
+    phase 1 (the experiment measures both without partitioning twice)."""
     check_instance(workflow, platform)
-    best, partitions = balanced_partition(workflow, platform)
-    name = "partition" if choose_k == "score" else "partition-makespan"
-    if choose_k == "score":
-        schedule = schedule_placed(
-            workflow, platform, _placement(best, workflow, platform), algorithm=name
-        )
-    else:
-        schedules = [
-            (
-                schedule_placed(
-                    workflow, platform, _placement(p, workflow, platform), algorithm=name
-                ),
-                p,
+    best_by_score, partitions = balanced_partition(workflow, platform)
+    out: dict[str, Schedule] = {}
+    for choose_k in choices:
+        if choose_k == "score":
+            best = best_by_score
+            schedule = schedule_placed(
+                workflow, platform, _placement(best, workflow, platform), algorithm="partition"
             )
-            for p in partitions
-        ]
-        schedule, best = min(
-            schedules, key=lambda pair: (pair[0].makespan, pair[1].score, pair[1].k)
-        )
-    schedule.notes = {
-        "k": best.k,
-        "parts": len(best.parts),
-        "max_part": best.max_part,
-        "cut": best.cut,
-        "scores": {p.k: round(p.score, 6) for p in partitions},
-    }
-    return schedule
+        elif choose_k == "makespan":
+            candidates = [
+                (
+                    schedule_placed(
+                        workflow,
+                        platform,
+                        _placement(p, workflow, platform),
+                        algorithm="partition-makespan",
+                    ),
+                    p,
+                )
+                for p in partitions
+            ]
+            schedule, best = min(
+                candidates, key=lambda pair: (pair[0].makespan, pair[1].score, pair[1].k)
+            )
+        else:
+            raise ValueError(f"choose_k must be one of {', '.join(CHOOSE_K)}, not {choose_k!r}")
+        schedule.notes = {
+            "k": best.k,
+            "parts": len(best.parts),
+            "max_part": best.max_part,
+            "cut": best.cut,
+            "scores": {p.k: round(p.score, 6) for p in partitions},
+        }
+        out[choose_k] = schedule
+    return out
 
 
 def _placement(partition: Partition, workflow: Workflow, platform: Platform) -> list[int]:
