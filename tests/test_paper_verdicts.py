@@ -260,11 +260,16 @@ _RATIOS: dict[tuple[str, float], dict[str, float]] = {
     ("density", 0.2): {"list": 2.0, "glist": 1.2, "glist-master": 1.3, "partition": 1.4},
     ("density", 0.5): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
     ("density", 0.8): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
-    ("density", 1.0): {"list": 1.0, "glist": 1.0, "glist-master": 1.0, "partition": 1.0},
+    ("density", 1.0): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
     ("rho", 0.0): {"list": 1.02, "glist": 1.0, "glist-master": 1.0, "partition": 1.01},
     ("rho", 2.0): {"list": 5.0, "glist": 2.0, "glist-master": 2.1, "partition": 1.5},
 }
-"""Median ratios shaped like the paper's figures, the same for every workflow type."""
+"""Mean ratios shaped like the paper's figures, the same for every workflow type but 1-stage
+MapReduce in Figure 4, where PARTITION beats G-LIST (`_ONE_STAGE_PARTITION`); our variation
+(PARTITION choosing k by makespan) measures as PARTITION does."""
+_ONE_STAGE_PARTITION = {4.0: 1.1, 16.0: 1.2}
+_SEEDS = (0.0, 0.02, -0.02)
+"""Three data sets per point, around each ratio, so that the intervals are real ones."""
 
 
 def _workflows(
@@ -279,44 +284,50 @@ def _workflows(
     measured = []
     for (figure, x), ratios in _RATIOS.items():
         for kind in kinds[figure]:
-            for algorithm, value in ratios.items():
+            for algorithm, value in {**ratios, "partition-makespan": ratios["partition"]}.items():
+                if figure == "machines" and kind == ONE_STAGE and "partition" in algorithm:
+                    value = _ONE_STAGE_PARTITION.get(x, value)
                 value = (changes or {}).get((figure, kind, x, algorithm), value)
-                measured.append(Measurement(algorithm, x, 0, f"ratio_{figure}_{kind}", value))
+                for seed, noise in enumerate(_SEEDS):
+                    metric = f"ratio_{figure}_{kind}"
+                    measured.append(Measurement(algorithm, x, seed, metric, value + noise))
     return _outcomes(NETWORK_TASKS.claims(_SWEEP, measured))
 
 
 def test_workflows_papers_shape_reproduces_every_claim() -> None:
-    assert _workflows() == [Outcome.REPRODUCED] * 6
+    assert _workflows() == [Outcome.REPRODUCED] * 9
 
 
 @pytest.mark.parametrize(
-    ("changes", "claim", "expected"),
+    ("changes", "claims", "expected"),
     [
-        ({("machines", RANDOM, 1, "list"): 1.2}, 0, Outcome.PARTLY),
-        ({("machines", SIMPLE, 16, "partition"): 1.4}, 1, Outcome.PARTLY),
+        ({("machines", RANDOM, 1, "list"): 1.2}, (0,), Outcome.PARTLY),
+        ({("machines", SIMPLE, 16, "partition"): 1.4}, (1,), Outcome.PARTLY),
+        # A tie is no win: the difference's interval must lie above 0.
+        ({("machines", SIMPLE, 16, "partition"): 1.5}, (1,), Outcome.PARTLY),
         (
             {
                 ("machines", SIMPLE, x, algorithm): 1.9
                 for x in (4, 16)
                 for algorithm in ("glist", "glist-master")
             },
-            1,
+            (1,),
             Outcome.NOT_REPRODUCED,
         ),
-        ({("density", ONE_STAGE, 0.8, "glist"): 1.0}, 2, Outcome.PARTLY),
-        ({("rho", RANDOM, 2.0, "glist"): 1.4}, 3, Outcome.PARTLY),
-        ({("machines", ONE_STAGE, 16, "partition"): 3.5}, 4, Outcome.PARTLY),
-        ({("rho", SIMPLE, 0.0, "partition"): 1.3}, 5, Outcome.PARTLY),
+        ({("machines", ONE_STAGE, 16, "partition"): 1.6}, (2,), Outcome.NOT_REPRODUCED),
+        ({("density", ONE_STAGE, 0.8, "glist"): 1.0}, (3, 4), Outcome.PARTLY),
+        ({("density", ONE_STAGE, 1.0, "partition-makespan"): 1.5}, (4,), Outcome.PARTLY),
+        ({("density", RANDOM, 0.5, "glist"): 1.0}, (5,), Outcome.PARTLY),
+        ({("rho", RANDOM, 2.0, "glist"): 1.4}, (6,), Outcome.PARTLY),
+        ({("machines", ONE_STAGE, 16, "list"): 1.0}, (7,), Outcome.PARTLY),
+        ({("rho", SIMPLE, 0.0, "partition"): 1.3}, (8,), Outcome.PARTLY),
     ],
 )
 def test_workflows_verdicts_follow_the_numbers(
-    changes: dict[tuple[str, str, float, str], float], claim: int, expected: Outcome
+    changes: dict[tuple[str, str, float, str], float],
+    claims: tuple[int, ...],
+    expected: Outcome,
 ) -> None:
     outcomes = _workflows(changes)
-    assert outcomes[claim] is expected
-    assert outcomes[:claim] + outcomes[claim + 1 :] == [Outcome.REPRODUCED] * 5
-
-
-def test_workflows_a_tie_for_best_counts() -> None:
-    """G-LIST tied with PARTITION at 16 machines on simple MapReduce is still the best."""
-    assert _workflows({("machines", SIMPLE, 16, "partition"): 1.5})[1] is Outcome.REPRODUCED
+    for index, outcome in enumerate(outcomes):
+        assert outcome is (expected if index in claims else Outcome.REPRODUCED), index
