@@ -372,7 +372,7 @@ NOMORA_GOOGLE = Experiment[NomoraParams](
             seeds=(0,),
         ),
         "quick": NomoraParams((_paper(192, 30), _ours(192, 30, 2)), seeds=(0, 1)),
-        "full": NomoraParams((_paper(192, 60), _ours(384, 60, 2)), seeds=(0, 1, 2, 3, 4)),
+        "full": NomoraParams((_paper(192, 40), _ours(384, 40, 2)), seeds=(0, 1, 2, 3, 4)),
     },
     describe=_describe,
     steps=_steps,
