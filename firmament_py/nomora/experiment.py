@@ -252,6 +252,9 @@ def _cdf_plot(
     """The CDF of each of `metrics`' percentiles (medians over seeds), a line per policy of
     `group` (the second metric dashed). With `durations` the x axis holds seconds: a log axis
     in the unit that reads best, `x_label` naming the quantity without a unit."""
+    import matplotlib  # only where a plot is drawn: it is slow to import
+
+    colours = matplotlib.colormaps["tab20"]  # twenty: the paper setting draws twelve policies
     figure, axes = new_figure(f"{title} ({group.label})", x_label, "CDF")
     values: list[float] = []
     for style, metric in zip(("-", "--"), metrics, strict=False):
@@ -268,7 +271,7 @@ def _cdf_plot(
                 style,
                 marker=".",
                 label=POLICIES[policy].label if style == "-" else None,
-                color=f"C{index % 10}",
+                color=colours(index % 20),
             )
     if durations:
         log_time_axis(axes, "x", values, x_label)
@@ -285,8 +288,8 @@ def _plot(p: NomoraParams, measurements: list[Measurement], out: Path, name: str
                 group,
                 measurements,
                 ("job_performance", "job_slowest"),
-                "Figure 6: jobs' performance (solid: mean over tasks; dashed: slowest task)",
-                "average application performance [%]",
+                "Figure 6: jobs' performance",
+                "average application performance [%] (solid: mean over tasks; dashed: slowest)",
                 Path(f"{stem}-performance.png"),
             ),
             _cdf_plot(
