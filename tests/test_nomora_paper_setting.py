@@ -170,6 +170,14 @@ def test_the_swept_unit_reaches_the_waiting_and_staying_costs(unit: int) -> None
         assert stay.cost == 100 - 3 * unit - (0 if paper else 1)
         waiting = manager.task_to_unscheduled(task=cluster.task(2), cluster=cluster)
         assert waiting.cost == 1001 + 3 * unit  # gamma + omega x 3 s
+    # The papers' root arc with this port's tie-break keeps the 1.
+    tie = NomoraSettings(**{**settings.__dict__, "paper_arcs": True, "stay_tie_break": True})
+    harness = PolicyHarness(NomoraPolicy(tie), state)
+    harness.manager.task_equiv_classes(task=harness.cluster.task(1), cluster=harness.cluster)
+    stay = harness.manager.task_continuation(
+        task=harness.cluster.task(1), machine=harness.cluster.machine("m1"), cluster=harness.cluster
+    )
+    assert stay.cost == 100 - 3 * unit - 1
     zero = NomoraSettings(preemption=True, beta=BetaMode.ZERO, run_credit_per_second=unit)
     harness = PolicyHarness(NomoraPolicy(zero), state)
     harness.manager.task_equiv_classes(task=harness.cluster.task(1), cluster=harness.cluster)

@@ -221,6 +221,13 @@ def _preemption_claims(view: GroupView, prefix: str) -> list[Claim]:
         f"{_migrated(view, b)} / {_migrated(view, a)}"
         for u, a, b in units
     )
+    if view.has("nomora-preempt-beta0-tie") and view.has("nomora-preempt-tie"):
+        ours += (
+            f"; staying wins ties (1 unit/s): beta 0 {view.both('nomora-preempt-beta0-tie')}, "
+            f"beta = time run {view.both('nomora-preempt-tie')}, migrated "
+            f"{_migrated(view, 'nomora-preempt-beta0-tie')} / "
+            f"{_migrated(view, 'nomora-preempt-tie')}"
+        )
     claims = [
         Claim(
             prefix + "Preemption with beta = 0 improves performance by 42 points over random",

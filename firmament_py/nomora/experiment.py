@@ -74,8 +74,11 @@ PAPER_SERIES: tuple[str, ...] = (
     "nomora-preempt-beta0-unit10",
     "nomora-preempt-unit100",
     "nomora-preempt-beta0-unit100",
+    "nomora-preempt-tie",
+    "nomora-preempt-beta0-tie",
 )
-"""The paper setting's policies: its baselines, NoMora's variants, and the omega/beta sweep."""
+"""The paper setting's policies: its baselines, NoMora's variants, the omega/beta sweep, and
+preemption with this port's tie-break on staying."""
 OUR_SERIES: tuple[str, ...] = (
     "random-arc",
     "random",

@@ -430,7 +430,7 @@ class NomoraPolicy:
     @property
     def _stay_margin(self) -> int:
         """What staying costs below d - beta: 1, or 0 in the papers' form."""
-        return 0 if self.settings.paper_arcs else 1
+        return 0 if self.settings.paper_arcs and not self.settings.stay_tie_break else 1
 
     def _stay_cost(self, task: TaskView, machine_id: MachineId, cluster: ClusterView) -> int:
         """d of the task's machine (0 for a root), before beta and the 1 that keeps it there."""

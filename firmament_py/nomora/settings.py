@@ -41,7 +41,9 @@ class NomoraSettings:
     latency-insensitive). `paper_arcs`: the papers' form of two arcs this port changes by
     default (see the policy's docstring): the root's single arc to the cluster aggregator at
     cost 0 (default: a random rack at 0, X at 1), and staying costs d - beta (default
-    d - beta - 1)."""
+    d - beta - 1). `stay_tie_break`: with `paper_arcs`, staying still costs d - beta - 1 (the
+    papers' root arc with this port's tie-break, which keeps a task on its machine when another
+    costs the same)."""
 
     machine_threshold: int = 105
     rack_threshold: int = 110
@@ -52,6 +54,7 @@ class NomoraSettings:
     run_credit_per_second: int = 1
     default_application: str | None = None
     paper_arcs: bool = False
+    stay_tie_break: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -64,7 +67,7 @@ class NomoraSettings:
             _non_negative_int(name, getattr(self, name))
         if self.unscheduled_cost > MAX_COST:
             raise ValueError(f"unscheduled_cost must be at most {MAX_COST}")
-        for flag in ("preemption", "paper_arcs"):
+        for flag in ("preemption", "paper_arcs", "stay_tie_break"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
         if not isinstance(self.beta, BetaMode):
@@ -77,5 +80,7 @@ class NomoraSettings:
         if self.wait_cost_per_second != 1 or self.run_credit_per_second != 1:
             text += f", omega {self.wait_cost_per_second}/s, beta {self.run_credit_per_second}/s"
         if self.paper_arcs:
-            text += ", the papers' root and stay arcs"
+            text += ", the papers' root arc" + (
+                ", staying wins ties" if self.stay_tie_break else " and stay cost"
+            )
         return text

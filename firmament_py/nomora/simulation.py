@@ -138,11 +138,23 @@ POLICIES: Mapping[str, PolicyVariant] = {
                 ("-beta0", ", beta 0", BetaMode.ZERO),
             )
         ),
+        *(
+            PolicyVariant(
+                f"nomora-preempt{suffix}-tie",
+                f"NoMora 105/110, preemption{label}, staying wins ties",
+                settings=NomoraSettings(preemption=True, beta=beta, stay_tie_break=True),
+            )
+            for suffix, label, beta in (
+                ("", "", BetaMode.RUN_TIME),
+                ("-beta0", ", beta 0", BetaMode.ZERO),
+            )
+        ),
     )
 }
 """The series of the paper's Figures 6-9: the baselines and NoMora's variants, and NoMora with
 preemption at each swept unit of omega and beta (`nomora-preempt-unit10`: 10 cost units per
-second waited, and per second run for beta)."""
+second waited, and per second run for beta), and with this port's tie-break on staying
+(`nomora-preempt-tie`: beside the papers' root arc, see `NomoraSettings.stay_tie_break`)."""
 
 
 def with_paper_arcs(variant: PolicyVariant) -> PolicyVariant:
