@@ -50,71 +50,108 @@ def test_every_adds_up_its_parts() -> None:
 
 # ---------------------------------------------------------------------- NoMora
 
+_UNITS = ("", "-unit10", "-unit100")
+"""The preemption series' suffixes: 1, 10 and 100 cost units per second."""
+
 _NOMORA: dict[tuple[str, str], float] = {
-    ("mean_performance", "random"): 47.2,
-    ("mean_performance", "random-task"): 47.2,
+    ("mean_performance", "random-arc"): 47.2,
     ("mean_performance", "load-spreading"): 46.8,
     ("mean_performance", "nomora"): 60.5,
     ("mean_performance", "nomora-110-115"): 51.85,
-    ("mean_performance", "nomora-preempt"): 59.0,
-    ("mean_performance", "nomora-preempt-beta0"): 90.0,
-    ("algorithm_p50_s", "random"): 0.108,
-    ("algorithm_p50_s", "load-spreading"): 0.109,
-    ("algorithm_p50_s", "nomora"): 0.090,
-    ("placement_p50_s", "random"): 0.436,
+    **{("mean_performance", f"nomora-preempt{u}"): 59.0 for u in _UNITS},
+    **{("mean_performance", f"nomora-preempt-beta0{u}"): 90.0 for u in _UNITS},
+    ("algorithm_p50_s", "random-arc"): 0.150,
+    ("algorithm_p50_s", "load-spreading"): 0.151,
+    ("algorithm_p50_s", "nomora"): 0.093,
+    ("placement_p50_s", "random-arc"): 0.436,
     ("placement_p50_s", "load-spreading"): 0.498,
     ("placement_p50_s", "nomora"): 0.270,
     ("migrated_mean_pct", "nomora-preempt"): 0.02,
     ("migrated_mean_pct", "nomora-preempt-beta0"): 7.1,
 }
-"""The papers' numbers (a little better where the paper sits on the criterion's edge)."""
+"""The papers' numbers (a little better where the paper sits on the criterion's edge; the
+baselines' median runtime at 150 ms, since the paper's own 108 ms against 93 ms is 1.16x, short
+of the 1.61x its section 6.2 states)."""
 
 
-def _nomora(changes: Mapping[tuple[str, str], float] | None = None) -> list[Outcome | None]:
+def _nomora(
+    changes: Mapping[tuple[str, str], float] | None = None, without: str = ""
+) -> list[Outcome | None]:
+    """The paper setting's claims on five seeds of these numbers (a small spread per seed,
+    the slowest task 5 points under the mean)."""
     values = {**_NOMORA, **(changes or {})}
-    measured = [Measurement(series, 0.0, 0, metric, v) for (metric, series), v in values.items()]
-    return _outcomes(NOMORA_GOOGLE.claims(NOMORA_GOOGLE.scales["test"], measured))
+    measured = []
+    for seed in range(5):
+        spread = 0.2 * (seed - 2)
+        for (metric, series), v in values.items():
+            if series == without:
+                continue
+            name = f"paper:{series}"
+            if metric == "mean_performance":
+                measured.append(Measurement(name, 0.0, seed, metric, v + spread))
+                measured.append(Measurement(name, 0.0, seed, "slowest_performance", v - 5))
+            else:
+                measured.append(Measurement(name, 0.0, seed, metric, v))
+    claims = NOMORA_GOOGLE.claims(NOMORA_GOOGLE.scales["full"], measured)
+    return _outcomes([c for c in claims if c.claim.startswith("[paper setting]")])
 
 
 def test_nomora_papers_numbers_reproduce_every_claim() -> None:
-    assert _nomora() == [Outcome.REPRODUCED] * 6
+    assert _nomora() == [Outcome.REPRODUCED] * 8
+
+
+def _every_unit(series: str, value: float) -> dict[tuple[str, str], float]:
+    return {("mean_performance", f"{series}{u}"): value for u in _UNITS}
 
 
 @pytest.mark.parametrize(
-    ("changes", "claim", "expected"),
+    ("changes", "flipped"),
     [
-        ({("mean_performance", "random-task"): 50.0}, 0, Outcome.PARTLY),
         # Load-spreading is the nearer baseline now: 4.8 points above it only.
-        ({("mean_performance", "load-spreading"): 55.7}, 0, Outcome.PARTLY),
-        ({("mean_performance", "random-task"): 61.0}, 0, Outcome.NOT_REPRODUCED),
-        ({("mean_performance", "nomora-110-115"): 58.0}, 1, Outcome.PARTLY),
-        ({("mean_performance", "nomora-110-115"): 61.0}, 1, Outcome.NOT_REPRODUCED),
-        ({("mean_performance", "nomora-preempt-beta0"): 70.0}, 2, Outcome.PARTLY),
-        ({("mean_performance", "nomora-preempt-beta0"): 60.0}, 2, Outcome.NOT_REPRODUCED),
-        ({("algorithm_p50_s", "nomora"): 0.100}, 3, Outcome.PARTLY),
-        ({("algorithm_p50_s", "nomora"): 0.120}, 3, Outcome.NOT_REPRODUCED),
-        ({("placement_p50_s", "nomora"): 0.400}, 4, Outcome.PARTLY),
-        ({("placement_p50_s", "nomora"): 2.0}, 4, Outcome.NOT_REPRODUCED),
-        ({("migrated_mean_pct", "nomora-preempt"): 1.0}, 5, Outcome.PARTLY),
-        ({("migrated_mean_pct", "nomora-preempt-beta0"): 0.0}, 5, Outcome.NOT_REPRODUCED),
+        ({("mean_performance", "load-spreading"): 55.7}, {0: Outcome.PARTLY}),
+        (
+            {("mean_performance", "load-spreading"): 61.0, ("mean_performance", "random-arc"): 61},
+            {0: Outcome.NOT_REPRODUCED, 2: Outcome.PARTLY},  # beta 0 29 points over random
+        ),
+        ({("mean_performance", "nomora-110-115"): 58.0}, {1: Outcome.PARTLY}),
+        ({("mean_performance", "nomora-110-115"): 61.0}, {1: Outcome.NOT_REPRODUCED}),
+        # beta 0 27.8 points over random, still 31 over beta = time run.
+        (
+            {**_every_unit("nomora-preempt-beta0", 75.0), **_every_unit("nomora-preempt", 44.0)},
+            {2: Outcome.PARTLY},
+        ),
+        (
+            {("mean_performance", "nomora-preempt-beta0-unit100"): 45.0},
+            {2: Outcome.PARTLY, 3: Outcome.PARTLY},
+        ),
+        (_every_unit("nomora-preempt", 80.0), {3: Outcome.PARTLY}),
+        (_every_unit("nomora-preempt", 95.0), {3: Outcome.NOT_REPRODUCED}),
+        ({("migrated_mean_pct", "nomora-preempt"): 1.0}, {4: Outcome.PARTLY}),
+        ({("migrated_mean_pct", "nomora-preempt-beta0"): 0.0}, {4: Outcome.NOT_REPRODUCED}),
         # No migration at all with beta = time run still gives a ratio (floored at 0.001%).
-        ({("migrated_mean_pct", "nomora-preempt"): 0.0}, 5, Outcome.REPRODUCED),
+        ({("migrated_mean_pct", "nomora-preempt"): 0.0}, {}),
+        # 1.25x: the abstract's 1.16x holds, section 6.2's 1.61x only partly.
+        ({("algorithm_p50_s", "nomora"): 0.120}, {6: Outcome.PARTLY}),
+        ({("algorithm_p50_s", "nomora"): 0.140}, {5: Outcome.PARTLY, 6: Outcome.PARTLY}),
+        (
+            {("algorithm_p50_s", "nomora"): 0.2},
+            {5: Outcome.NOT_REPRODUCED, 6: Outcome.NOT_REPRODUCED},
+        ),
+        ({("placement_p50_s", "nomora"): 0.400}, {7: Outcome.PARTLY}),
+        ({("placement_p50_s", "nomora"): 2.0}, {7: Outcome.NOT_REPRODUCED}),
     ],
 )
 def test_nomora_verdicts_follow_the_numbers(
-    changes: dict[tuple[str, str], float], claim: int, expected: Outcome
+    changes: dict[tuple[str, str], float], flipped: dict[int, Outcome]
 ) -> None:
     outcomes = _nomora(changes)
-    assert outcomes[claim] is expected
-    assert outcomes[:claim] + outcomes[claim + 1 :] == [Outcome.REPRODUCED] * 5
+    assert outcomes == [flipped.get(i, Outcome.REPRODUCED) for i in range(8)]
 
 
 def test_nomora_claims_without_a_series_are_not_measured() -> None:
-    values = {k: v for k, v in _NOMORA.items() if k[1] != "load-spreading"}
-    measured = [Measurement(series, 0.0, 0, metric, v) for (metric, series), v in values.items()]
-    outcomes = _outcomes(NOMORA_GOOGLE.claims(NOMORA_GOOGLE.scales["test"], measured))
+    outcomes = _nomora(without="load-spreading")
     assert outcomes[0] is Outcome.NOT_MEASURED
-    assert outcomes[3] is Outcome.NOT_MEASURED
+    assert outcomes[5:] == [Outcome.NOT_MEASURED] * 3
 
 
 # ---------------------------------------------------------------------- Zoe
@@ -260,11 +297,16 @@ _RATIOS: dict[tuple[str, float], dict[str, float]] = {
     ("density", 0.2): {"list": 2.0, "glist": 1.2, "glist-master": 1.3, "partition": 1.4},
     ("density", 0.5): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
     ("density", 0.8): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
-    ("density", 1.0): {"list": 1.0, "glist": 1.0, "glist-master": 1.0, "partition": 1.0},
+    ("density", 1.0): {"list": 2.0, "glist": 1.3, "glist-master": 1.3, "partition": 1.1},
     ("rho", 0.0): {"list": 1.02, "glist": 1.0, "glist-master": 1.0, "partition": 1.01},
     ("rho", 2.0): {"list": 5.0, "glist": 2.0, "glist-master": 2.1, "partition": 1.5},
 }
-"""Median ratios shaped like the paper's figures, the same for every workflow type."""
+"""Mean ratios shaped like the paper's figures, the same for every workflow type but 1-stage
+MapReduce in Figure 4, where PARTITION beats G-LIST (`_ONE_STAGE_PARTITION`); our variation
+(PARTITION choosing k by makespan) measures as PARTITION does."""
+_ONE_STAGE_PARTITION = {4.0: 1.1, 16.0: 1.2}
+_SEEDS = (0.0, 0.02, -0.02)
+"""Three data sets per point, around each ratio, so that the intervals are real ones."""
 
 
 def _workflows(
@@ -279,44 +321,50 @@ def _workflows(
     measured = []
     for (figure, x), ratios in _RATIOS.items():
         for kind in kinds[figure]:
-            for algorithm, value in ratios.items():
+            for algorithm, value in {**ratios, "partition-makespan": ratios["partition"]}.items():
+                if figure == "machines" and kind == ONE_STAGE and "partition" in algorithm:
+                    value = _ONE_STAGE_PARTITION.get(x, value)
                 value = (changes or {}).get((figure, kind, x, algorithm), value)
-                measured.append(Measurement(algorithm, x, 0, f"ratio_{figure}_{kind}", value))
+                for seed, noise in enumerate(_SEEDS):
+                    metric = f"ratio_{figure}_{kind}"
+                    measured.append(Measurement(algorithm, x, seed, metric, value + noise))
     return _outcomes(NETWORK_TASKS.claims(_SWEEP, measured))
 
 
 def test_workflows_papers_shape_reproduces_every_claim() -> None:
-    assert _workflows() == [Outcome.REPRODUCED] * 6
+    assert _workflows() == [Outcome.REPRODUCED] * 9
 
 
 @pytest.mark.parametrize(
-    ("changes", "claim", "expected"),
+    ("changes", "claims", "expected"),
     [
-        ({("machines", RANDOM, 1, "list"): 1.2}, 0, Outcome.PARTLY),
-        ({("machines", SIMPLE, 16, "partition"): 1.4}, 1, Outcome.PARTLY),
+        ({("machines", RANDOM, 1, "list"): 1.2}, (0,), Outcome.PARTLY),
+        ({("machines", SIMPLE, 16, "partition"): 1.4}, (1,), Outcome.PARTLY),
+        # A tie is no win: the difference's interval must lie above 0.
+        ({("machines", SIMPLE, 16, "partition"): 1.5}, (1,), Outcome.PARTLY),
         (
             {
                 ("machines", SIMPLE, x, algorithm): 1.9
                 for x in (4, 16)
                 for algorithm in ("glist", "glist-master")
             },
-            1,
+            (1,),
             Outcome.NOT_REPRODUCED,
         ),
-        ({("density", ONE_STAGE, 0.8, "glist"): 1.0}, 2, Outcome.PARTLY),
-        ({("rho", RANDOM, 2.0, "glist"): 1.4}, 3, Outcome.PARTLY),
-        ({("machines", ONE_STAGE, 16, "partition"): 3.5}, 4, Outcome.PARTLY),
-        ({("rho", SIMPLE, 0.0, "partition"): 1.3}, 5, Outcome.PARTLY),
+        ({("machines", ONE_STAGE, 16, "partition"): 1.6}, (2,), Outcome.NOT_REPRODUCED),
+        ({("density", ONE_STAGE, 0.8, "glist"): 1.0}, (3, 4), Outcome.PARTLY),
+        ({("density", ONE_STAGE, 1.0, "partition-makespan"): 1.5}, (4,), Outcome.PARTLY),
+        ({("density", RANDOM, 0.5, "glist"): 1.0}, (5,), Outcome.PARTLY),
+        ({("rho", RANDOM, 2.0, "glist"): 1.4}, (6,), Outcome.PARTLY),
+        ({("machines", ONE_STAGE, 16, "list"): 1.0}, (7,), Outcome.PARTLY),
+        ({("rho", SIMPLE, 0.0, "partition"): 1.3}, (8,), Outcome.PARTLY),
     ],
 )
 def test_workflows_verdicts_follow_the_numbers(
-    changes: dict[tuple[str, str, float, str], float], claim: int, expected: Outcome
+    changes: dict[tuple[str, str, float, str], float],
+    claims: tuple[int, ...],
+    expected: Outcome,
 ) -> None:
     outcomes = _workflows(changes)
-    assert outcomes[claim] is expected
-    assert outcomes[:claim] + outcomes[claim + 1 :] == [Outcome.REPRODUCED] * 5
-
-
-def test_workflows_a_tie_for_best_counts() -> None:
-    """G-LIST tied with PARTITION at 16 machines on simple MapReduce is still the best."""
-    assert _workflows({("machines", SIMPLE, 16, "partition"): 1.5})[1] is Outcome.REPRODUCED
+    for index, outcome in enumerate(outcomes):
+        assert outcome is (expected if index in claims else Outcome.REPRODUCED), index

@@ -42,14 +42,17 @@ to the unscheduled aggregator costing a (preemption). Staying on machine m costs
 d_m - beta - 1: beta is the time the task has run, one cost unit per second (counted as omega is)
 (`run_credit_per_second`; `beta=BetaMode.ZERO` for the paper's beta = 0 variant), and the 1 makes
 staying strictly cheaper than moving to an equal machine, which costs a multiple of 10 more.
-The root keeps its arc to X; staying costs it -beta - 1.
+The root keeps its arc to X; staying costs it -beta - 1. With `NomoraSettings.paper_arcs` the
+root has only its arc to X, at cost 0, and staying costs d_m - beta (-beta for the root).
 
 Where this differs from the papers, and why:
 
 * The root's single arc to X at cost 0 (the papers) is a random rack at 0 and X at 1 here. The
   papers describe the root's placement as random; with one arc to X, which of the equal-cost
   racks the roots of a round take is the solver's choice, and ours puts them all in the same
-  rack, which their tasks then overflow into other pods the next round.
+  rack, which their tasks then overflow into other pods the next round. `paper_arcs` gives
+  the papers' arc; staying's extra -1 (a tie-break: an equal machine never tempts a running
+  task away) goes with it.
 * U_j -> S has capacity 1 in the papers. The scheduler refuses any capacity below the number of
   the job's tasks that may wait (the flow problem would be infeasible whenever two of them have
   nowhere else to go, which is every job with three tasks or more before its root runs), so it
@@ -419,6 +422,16 @@ class NomoraPolicy:
             return self.settings.run_credit_per_second
         return 0
 
+    @property
+    def _root_to_aggregator(self) -> int:
+        """A root's cost to X: 1 beside its cost-0 random rack, 0 as its only arc (papers)."""
+        return 0 if self.settings.paper_arcs else 1
+
+    @property
+    def _stay_margin(self) -> int:
+        """What staying costs below d - beta: 1, or 0 in the papers' form."""
+        return 0 if self.settings.paper_arcs and not self.settings.stay_tie_break else 1
+
     def _stay_cost(self, task: TaskView, machine_id: MachineId, cluster: ClusterView) -> int:
         """d of the task's machine (0 for a root), before beta and the 1 that keeps it there."""
         if self._is_root(task, cluster):
@@ -474,7 +487,7 @@ class NomoraPolicy:
 
     @hookimpl
     def task_preference_arcs(self, task: TaskView, cluster: ClusterView) -> Sequence[ResourceRef]:
-        if not self._is_root(task, cluster) or not cluster.racks:
+        if not self._is_root(task, cluster) or not cluster.racks or self.settings.paper_arcs:
             return ()
         selectors = task.selectors
         digest = hashlib.blake2b(task.job_id.encode("utf-8"), digest_size=8).digest()
@@ -526,7 +539,7 @@ class NomoraPolicy:
 
     @hookimpl
     def task_to_equiv_class(self, equiv_class: EquivClassId) -> ArcDescriptor:
-        return ArcDescriptor(1 if self._is_aggregator(equiv_class) else 0)
+        return ArcDescriptor(self._root_to_aggregator if self._is_aggregator(equiv_class) else 0)
 
     @hookimpl
     def equiv_class_to_equiv_class(
@@ -566,7 +579,7 @@ class NomoraPolicy:
         if not self.settings.preemption:
             return None  # the defaults pin it
         stay = self._stay_cost(task, machine.machine_id, cluster)
-        cost = timed_cost(stay - 1, -self._run_credit(), task.run_time(cluster.now))
+        cost = timed_cost(stay - self._stay_margin, -self._run_credit(), task.run_time(cluster.now))
         return ArcDescriptor(cost, capacity=1, min_flow=0)
 
     @hookimpl
@@ -595,7 +608,7 @@ class NomoraPolicy:
         ]
         # d follows the latencies and the root's machine: asked again every round.
         return TimedArcs(
-            np.array(stays, dtype=np.int64) - 1,
+            np.array(stays, dtype=np.int64) - self._stay_margin,
             min_flow=0,
             per_second=-self._run_credit(),
             clock=Clock.RAN,
@@ -607,7 +620,7 @@ class NomoraPolicy:
         self, tasks: TaskBatch, cluster: ClusterView
     ) -> TaskArcs[EquivClassId]:
         classes = [self.task_equiv_classes(task, cluster)[0] for task in tasks]
-        costs = [1 if self._is_aggregator(c) else 0 for c in classes]
+        costs = [self._root_to_aggregator if self._is_aggregator(c) else 0 for c in classes]
         return TaskArcs.one_each(classes, cost=costs)
 
     @hookimpl

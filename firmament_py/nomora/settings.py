@@ -38,7 +38,12 @@ class NomoraSettings:
     a = omega x whole seconds waited + gamma; the papers give gamma = 1001 but no omega.
     `preemption` and `beta`: see the policy's docstring; `run_credit_per_second` scales beta.
     `default_application`: the function of jobs without the `nomora.app` label (None:
-    latency-insensitive)."""
+    latency-insensitive). `paper_arcs`: the papers' form of two arcs this port changes by
+    default (see the policy's docstring): the root's single arc to the cluster aggregator at
+    cost 0 (default: a random rack at 0, X at 1), and staying costs d - beta (default
+    d - beta - 1). `stay_tie_break`: with `paper_arcs`, staying still costs d - beta - 1 (the
+    papers' root arc with this port's tie-break, which keeps a task on its machine when another
+    costs the same)."""
 
     machine_threshold: int = 105
     rack_threshold: int = 110
@@ -48,6 +53,8 @@ class NomoraSettings:
     beta: BetaMode = BetaMode.RUN_TIME
     run_credit_per_second: int = 1
     default_application: str | None = None
+    paper_arcs: bool = False
+    stay_tie_break: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -60,8 +67,9 @@ class NomoraSettings:
             _non_negative_int(name, getattr(self, name))
         if self.unscheduled_cost > MAX_COST:
             raise ValueError(f"unscheduled_cost must be at most {MAX_COST}")
-        if not isinstance(self.preemption, bool):
-            raise ValueError(f"preemption must be a bool, got {self.preemption!r}")
+        for flag in ("preemption", "paper_arcs", "stay_tie_break"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
         if not isinstance(self.beta, BetaMode):
             raise ValueError(f"beta must be a BetaMode, got {self.beta!r}")
 
@@ -69,4 +77,10 @@ class NomoraSettings:
         text = f"p_m {self.machine_threshold}, p_r {self.rack_threshold}"
         if self.preemption:
             text += ", preemption" + (", beta 0" if self.beta is BetaMode.ZERO else "")
+        if self.wait_cost_per_second != 1 or self.run_credit_per_second != 1:
+            text += f", omega {self.wait_cost_per_second}/s, beta {self.run_credit_per_second}/s"
+        if self.paper_arcs:
+            text += ", the papers' root arc" + (
+                ", staying wins ties" if self.stay_tie_break else " and stay cost"
+            )
         return text

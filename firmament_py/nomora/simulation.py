@@ -23,7 +23,10 @@ The setup, and where ours differs:
   time-weighted mean over its run of the mean performance of its running non-root tasks, each
   p(latency between its machine and the root's machine) from the job's 10 µs table; sampled
   after every round (rounds run at least every second). The paper plots the CDF over jobs and
-  reports the area between it and y = 1, which is the mean over jobs.
+  reports the area between it and y = 1, which is the mean over jobs. Beside it, the same with
+  the job's slowest task instead of the mean over its tasks (`NomoraRun.job_slowest`): the
+  paper does not say how a job's tasks combine, and a synchronous application is governed by
+  its slowest worker.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ import numpy as np
 from firmament_py.model.events import LatencySample, MachineAdded
 from firmament_py.model.ids import JobId, MachineId, Time
 from firmament_py.model.states import TaskState
+from firmament_py.nomora.baselines import RandomFixedArcCosts, RandomMachinePerTask
 from firmament_py.nomora.latency import (
+    TIERS,
     LatencySource,
     LatencyTraces,
     MachineIndex,
@@ -51,7 +56,6 @@ from firmament_py.nomora.performance import BUILTIN_FUNCTIONS, PerformanceTable
 from firmament_py.nomora.policy import NomoraPolicy
 from firmament_py.nomora.settings import APPLICATION_LABEL, BetaMode, NomoraSettings
 from firmament_py.scheduler import Scheduler
-from firmament_py.sdk import ArcDescriptor, ClusterView, ResourceRef, TaskView, hookimpl
 from firmament_py.sim.simulator import (
     MICROSECONDS,
     Accounting,
@@ -79,6 +83,9 @@ APPLICATION_MIX: tuple[tuple[str, float], ...] = (
 )
 """Section 6: the applications assigned to jobs, and in what proportions."""
 
+SWEPT_UNITS: tuple[int, ...] = (10, 100)
+"""Cost units per second for omega and beta beyond this port's 1 (the papers give none)."""
+
 
 @dataclass(frozen=True)
 class PolicyVariant:
@@ -93,10 +100,14 @@ class PolicyVariant:
 POLICIES: Mapping[str, PolicyVariant] = {
     v.name: v
     for v in (
-        PolicyVariant("random", "random (Firmament's)", baseline="random"),
-        PolicyVariant("random-task", "random machine per task", baseline="random-task"),
+        PolicyVariant("random-arc", "random, fixed cost per arc (paper)", baseline="random-arc"),
+        PolicyVariant("random", "random (Firmament's, per round)", baseline="random"),
+        PolicyVariant("random-task", "random machine per task (ours)", baseline="random-task"),
         PolicyVariant("load-spreading", "load-spreading", baseline="load-spreading"),
         PolicyVariant("nomora", "NoMora 105/110", settings=NomoraSettings()),
+        PolicyVariant(
+            "nomora-our-arcs", "NoMora 105/110, this port's root arcs", settings=NomoraSettings()
+        ),
         PolicyVariant(
             "nomora-110-115",
             "NoMora 110/115",
@@ -110,17 +121,60 @@ POLICIES: Mapping[str, PolicyVariant] = {
             "NoMora 105/110, preemption, beta 0",
             settings=NomoraSettings(preemption=True, beta=BetaMode.ZERO),
         ),
+        *(
+            PolicyVariant(
+                f"nomora-preempt{suffix}-unit{unit}",
+                f"NoMora 105/110, preemption{label}, {unit} units/s",
+                settings=NomoraSettings(
+                    preemption=True,
+                    beta=beta,
+                    wait_cost_per_second=unit,
+                    run_credit_per_second=unit,
+                ),
+            )
+            for unit in SWEPT_UNITS
+            for suffix, label, beta in (
+                ("", "", BetaMode.RUN_TIME),
+                ("-beta0", ", beta 0", BetaMode.ZERO),
+            )
+        ),
+        *(
+            PolicyVariant(
+                f"nomora-preempt{suffix}-tie",
+                f"NoMora 105/110, preemption{label}, staying wins ties",
+                settings=NomoraSettings(preemption=True, beta=beta, stay_tie_break=True),
+            )
+            for suffix, label, beta in (
+                ("", "", BetaMode.RUN_TIME),
+                ("-beta0", ", beta 0", BetaMode.ZERO),
+            )
+        ),
     )
 }
-"""The series of the paper's Figures 6-9: the two baselines and NoMora's variants."""
+"""The series of the paper's Figures 6-9: the baselines and NoMora's variants, and NoMora with
+preemption at each swept unit of omega and beta (`nomora-preempt-unit10`: 10 cost units per
+second waited, and per second run for beta), and with this port's tie-break on staying
+(`nomora-preempt-tie`: beside the papers' root arc, see `NomoraSettings.stay_tie_break`)."""
+
+
+def with_paper_arcs(variant: PolicyVariant) -> PolicyVariant:
+    """`variant` with the papers' root and stay arcs (`NomoraSettings.paper_arcs`); a baseline,
+    and `nomora-our-arcs` (kept to show what the departure does), as they are."""
+    if variant.settings is None or variant.name == "nomora-our-arcs":
+        return variant
+    return dataclasses.replace(
+        variant, settings=dataclasses.replace(variant.settings, paper_arcs=True)
+    )
 
 
 @dataclass(frozen=True)
 class NomoraSetup:
     """One simulated cluster and workload: `machines` in racks of `machines_per_rack`, pods of
-    `racks_per_pod` racks, the synthetic Google-shaped workload at `load` (1: half the slots
-    busy) with `live_tasks_per_machine` and twice as many slots, `duration_s` of simulated time,
-    latency traces with `series_per_tier` series per tier; while tasks wait, a round at least
+    `racks_per_pod` racks, the synthetic Google-shaped workload with `live_tasks_per_machine`
+    and as many slots per machine as keep `slot_utilisation` of them busy (0.5: twice as many
+    slots as live tasks), `duration_s` of simulated time, latency traces with `series_per_tier`
+    series per tier around `tier_medians_us` (within a rack, a pod, across pods; see
+    `synthetic_traces`); while tasks wait, a round at least
     every `round_interval_s` (Firmament runs rounds back to back; a root placed in one round
     lets its tasks be placed in the next). Deterministic in `seed` but for the
     rounds' durations, which are the solver's measured runtimes (Firmament's accounting)."""
@@ -131,8 +185,9 @@ class NomoraSetup:
     machines_per_rack: int = 48
     racks_per_pod: int = 16
     live_tasks_per_machine: float = 6.0
-    load: float = 1.0
+    slot_utilisation: float = 0.5
     series_per_tier: int = 42
+    tier_medians_us: tuple[float, float, float] = (25.0, 100.0, 300.0)
     accounting: Accounting = Accounting.ALGORITHM
     round_interval_s: float = 0.1
 
@@ -143,8 +198,22 @@ class NomoraSetup:
             f"{plural(self.machines, 'machine')} ({plural(racks, 'rack')} of "
             f"{self.machines_per_rack}, {plural(pods, 'pod')} of "
             f"{plural(self.racks_per_pod, 'rack')}), {self.live_tasks_per_machine:g} live tasks "
-            f"per machine, {self.duration_s:,} s"
+            f"per machine in {self.slots_per_machine} slots, latency medians "
+            f"{'/'.join(f'{m:g}' for m in self.tier_medians_us)} µs, {self.duration_s:,} s"
         )
+
+    @property
+    def slots_per_machine(self) -> int:
+        """The slots that hold the live tasks at about `slot_utilisation`."""
+        return max(1, round(self.live_tasks_per_machine / self.slot_utilisation))
+
+    def __post_init__(self) -> None:
+        if not 0 < self.slot_utilisation <= 1:
+            raise ValueError(f"slot_utilisation must be in (0, 1], got {self.slot_utilisation}")
+        if len(self.tier_medians_us) != 3 or not all(m > 0 for m in self.tier_medians_us):
+            raise ValueError(
+                f"tier_medians_us must be three positive medians, got {self.tier_medians_us!r}"
+            )
 
 
 def _application(seed: int, job_id: JobId) -> str:
@@ -168,13 +237,15 @@ class NomoraWorkload:
             machines=setup.machines,
             machines_per_rack=setup.machines_per_rack,
             live_tasks_per_machine=setup.live_tasks_per_machine,
-            slots_per_machine=max(1, round(2 * setup.live_tasks_per_machine)),
-            load=setup.load,
+            slots_per_machine=setup.slots_per_machine,
             resource_requests=False,
             machine_failures_per_day=0.0,
-        )
+        ).with_slot_utilisation(setup.slot_utilisation)
         self.traces: LatencyTraces = synthetic_traces(
-            max(1, setup.duration_s) + 1, seed=setup.seed, series_per_tier=setup.series_per_tier
+            max(1, setup.duration_s) + 1,
+            seed=setup.seed,
+            series_per_tier=setup.series_per_tier,
+            medians_us=dict(zip(TIERS, setup.tier_medians_us, strict=True)),
         )
         self.latency = TraceLatency(self.traces, seed=setup.seed)
         machines = SyntheticWorkload(self.spec, setup.seed).machines()
@@ -253,10 +324,17 @@ class NomoraRun:
     task_performance: float = float("nan")
     """The time-weighted mean over every running non-root task (big jobs weigh more)."""
     job_application: dict[JobId, str] = field(default_factory=dict)
+    job_slowest: dict[JobId, float] = field(default_factory=dict)
+    """Each job's slowest task's performance (time-weighted, 0-1)."""
 
     def mean_performance(self) -> float:
         """The area between the CDF over jobs and y = 1: the mean job performance."""
         values = list(self.job_performance.values())
+        return float(np.mean(values)) if values else float("nan")
+
+    def slowest_performance(self) -> float:
+        """The mean over jobs of their slowest task's performance."""
+        values = list(self.job_slowest.values())
         return float(np.mean(values)) if values else float("nan")
 
     def algorithm_seconds(self) -> list[float]:
@@ -285,15 +363,17 @@ class PerformanceMeter:
             name: function.table() for name, function in BUILTIN_FUNCTIONS.items()
         }
         self._last_time: Time | None = None
-        self._last: dict[JobId, float] = {}
+        self._last: dict[JobId, tuple[float, float]] = {}
         self.weighted: dict[JobId, float] = {}
+        self.weighted_slowest: dict[JobId, float] = {}
         self.weights: dict[JobId, float] = {}
         self._last_tasks = (0.0, 0)  # the sum of task performances and their count
         self.task_weighted = 0.0
         self.task_weights = 0.0
 
-    def snapshot(self, time: Time) -> dict[JobId, float]:
-        """Each job's mean task performance now, for jobs with a running root and tasks."""
+    def snapshot(self, time: Time) -> dict[JobId, tuple[float, float]]:
+        """Each job's mean task performance now and its slowest task's, for jobs with a running
+        root and tasks."""
         state = self.scheduler.state
         applications = self.workload.applications
         jobs: list[JobId] = []
@@ -327,17 +407,21 @@ class PerformanceMeter:
                 performance[chosen] = table.lookup(latency[chosen])
         sums: dict[JobId, list[float]] = {}
         for job_id, value in zip(jobs, performance.tolist(), strict=True):
-            entry = sums.setdefault(job_id, [0.0, 0.0])
+            entry = sums.setdefault(job_id, [0.0, 0.0, value])
             entry[0] += value
             entry[1] += 1
+            entry[2] = min(entry[2], value)
         self._last_tasks = (float(performance.sum()), len(jobs))
-        return {job_id: total / count for job_id, (total, count) in sums.items()}
+        return {job_id: (total / count, least) for job_id, (total, count, least) in sums.items()}
 
     def after_round(self, time: Time) -> None:
         if self._last_time is not None and time > self._last_time:
             weight = (time - self._last_time) / MICROSECONDS
-            for job_id, value in self._last.items():
-                self.weighted[job_id] = self.weighted.get(job_id, 0.0) + weight * value
+            for job_id, (mean, slowest) in self._last.items():
+                self.weighted[job_id] = self.weighted.get(job_id, 0.0) + weight * mean
+                self.weighted_slowest[job_id] = (
+                    self.weighted_slowest.get(job_id, 0.0) + weight * slowest
+                )
                 self.weights[job_id] = self.weights.get(job_id, 0.0) + weight
             self.task_weighted += weight * self._last_tasks[0]
             self.task_weights += weight * self._last_tasks[1]
@@ -345,7 +429,13 @@ class PerformanceMeter:
         self._last = self.snapshot(time)
 
     def job_performance(self) -> dict[JobId, float]:
+        """Each job's time-weighted mean over its running tasks."""
         return {j: self.weighted[j] / w for j, w in self.weights.items() if w > 0}
+
+    def job_slowest(self) -> dict[JobId, float]:
+        """Each job's time-weighted performance of its slowest running task: a synchronous
+        application (STRADS, TensorFlow) goes at the pace of its slowest worker."""
+        return {j: self.weighted_slowest[j] / w for j, w in self.weights.items() if w > 0}
 
 
 def nomora_policy(settings: NomoraSettings | None, latency: LatencySource) -> object:
@@ -354,34 +444,11 @@ def nomora_policy(settings: NomoraSettings | None, latency: LatencySource) -> ob
     return NomoraPolicy(settings, latency=latency)
 
 
-class RandomMachinePerTask:
-    """The papers' random placement, task by task: each task prefers one machine drawn
-    uniformly at random (a keyed hash of the task and how often it was placed) at cost 0, and
-    may go anywhere else at cost 1. Firmament's RandomCostModel (our `random`) draws one cost
-    per machine per round instead, so a job whose tasks arrive together floods the round's
-    cheapest machine, landing beside its root."""
-
-    @hookimpl
-    def task_preference_arcs(self, task: TaskView, cluster: ClusterView) -> list[ResourceRef]:
-        machines = list(cluster.machines)
-        if not machines:
-            return []
-        text = f"{task.task_id}:{task.eviction_count}:{task.total_run_time}"
-        digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
-        return [ResourceRef.machine(machines[int.from_bytes(digest, "little") % len(machines)])]
-
-    @hookimpl
-    def task_to_resource(self) -> ArcDescriptor:
-        return ArcDescriptor(0)
-
-    @hookimpl
-    def task_to_equiv_class(self) -> ArcDescriptor:
-        return ArcDescriptor(1)
-
-
 def _scheduler(variant: PolicyVariant, workload: NomoraWorkload, solver: str) -> Scheduler:
     if variant.baseline == "random-task":
         return Scheduler(RandomMachinePerTask(), solver=solver)
+    if variant.baseline == "random-arc":
+        return Scheduler(RandomFixedArcCosts(workload.setup.seed), solver=solver)
     if variant.baseline is not None:
         return Scheduler(variant.baseline, solver=solver)
     return Scheduler(nomora_policy(variant.settings, workload.latency), solver=solver)
@@ -420,4 +487,5 @@ def run_nomora(
         performance,
         meter.task_weighted / meter.task_weights if meter.task_weights else float("nan"),
         {job_id: workload.applications[job_id] for job_id in performance},
+        meter.job_slowest(),
     )

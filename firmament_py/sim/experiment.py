@@ -57,6 +57,7 @@ __all__ = [
     "Tracker",
     "format_number",
     "format_value",
+    "means_of",
     "medians_of",
     "new_figure",
     "plot_medians",
@@ -145,6 +146,9 @@ class ExperimentResult:
     wall_seconds: float = 0.0
     provenance: Provenance | None = None
     """Where and when it was measured; None for a run saved before that was recorded."""
+    statistic: str = "median"
+    """What the summary tables show over seeds: "median", or "mean" where the paper's figures
+    show means."""
 
     @property
     def csv_path(self) -> Path:
@@ -171,6 +175,12 @@ class ExperimentResult:
     def medians(self, metric: str) -> dict[tuple[str, float], float]:
         """The median over seeds of `metric`, by (series, x)."""
         return medians_of(self.measurements, metric)
+
+    def summaries(self, metric: str) -> dict[tuple[str, float], float]:
+        """The `statistic` (median or mean) over seeds of `metric`, by (series, x)."""
+        if self.statistic == "mean":
+            return means_of(self.measurements, metric)
+        return self.medians(metric)
 
     @property
     def table(self) -> Table:
@@ -204,10 +214,10 @@ class ExperimentResult:
         per series and a column per x value instead, so that eight variants at three sizes fit
         80 columns. A value ("1,402.95 s") never wraps."""
         metric = metric if metric is not None else self._main_metric()
-        medians = self.medians(metric)
+        medians = self.summaries(metric)
         xs = self.xs(metric)
         names = self.series(metric)
-        table = Table(title=f"{self.name}: median {metric} by {self.x_label}")
+        table = Table(title=f"{self.name}: {self.statistic} {metric} by {self.x_label}")
         if len(names) > max(_SERIES_COLUMNS, len(xs)):
             table.add_column("series", style="bold")
             for x in xs:
@@ -238,11 +248,11 @@ class ExperimentResult:
             for c in self.claims
         ]
         for metric in self.summary_metrics or (self._main_metric(),):
-            medians = self.medians(metric)
+            medians = self.summaries(metric)
             names = self.series(metric)
             lines += [
                 "",
-                f"Median `{metric}` over seeds:",
+                f"{self.statistic.capitalize()} `{metric}` over seeds:",
                 "",
                 f"| {self.x_label} | " + " | ".join(names) + " |",
                 "|---:|" + "---:|" * len(names),
@@ -259,6 +269,15 @@ def medians_of(measurements: Iterable[Measurement], metric: str) -> dict[tuple[s
         if m.metric == metric:
             values.setdefault((m.series, m.x), []).append(m.value)
     return {key: statistics.median(v) for key, v in values.items()}
+
+
+def means_of(measurements: Iterable[Measurement], metric: str) -> dict[tuple[str, float], float]:
+    """The mean over seeds of `metric`, by (series, x)."""
+    values: dict[tuple[str, float], list[float]] = {}
+    for m in measurements:
+        if m.metric == metric:
+            values.setdefault((m.series, m.x), []).append(m.value)
+    return {key: statistics.fmean(v) for key, v in values.items()}
 
 
 def format_number(x: float) -> str:
@@ -311,6 +330,9 @@ class Experiment(Generic[P]):
     measure: Callable[[P, Tracker], list[Measurement]]
     claims: Callable[[P, list[Measurement]], list[Claim]]
     plot: Callable[[P, list[Measurement], Path, str], list[Path]]
+    statistic: str = "median"
+    """What the summary tables show over seeds: "median", or "mean" where the paper's figures
+    show means."""
 
     def run(
         self, out_dir: str | Path, *, scale: str = "quick", progress: Progress | None = None
@@ -382,6 +404,7 @@ class Experiment(Generic[P]):
             measurements=measurements,
             claims=self.claims(params, measurements),
             summary_metrics=self.summary_metrics,
+            statistic=self.statistic,
         )
 
 

@@ -129,7 +129,14 @@ class RoundRecord:
     """One scheduling round, as Firmament's scheduler_events rows: when it started, how long it
     took in simulated time, which algorithm answered (a race's winner), its wall-clock timings
     (`round_seconds` is the whole round, applying decisions included), what it decided, and the
-    cluster after it (`machines` and their `slots`)."""
+    cluster after it (`machines` and their `slots`).
+
+    The names are the simulator's, older than the scheduler's timing keys, and do not match
+    them: `algorithm_seconds` (rounds.csv `algorithm_s`) holds the scheduler's `solver_seconds`
+    (until the solver answered; for a race, the race's whole answer, as Firmament measures its
+    algorithm runtime), and `solver_seconds` (`solver_s`) its `solve_seconds` (that plus
+    loading the round's changes). The scheduler's own `algorithm_seconds` timing (a race's
+    winner's time alone) is not recorded here; the dashboard shows it."""
 
     index: int
     start: Time

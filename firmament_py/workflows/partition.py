@@ -2,14 +2,12 @@
 which tasks share a machine, then when everything runs.
 
 Phase 1, PARTITIONING TO SCHEDULE. The workflow is taken as an undirected graph whose vertices
-weigh their CPU time and whose edges weigh their transfer time. For each k = 1..m, a k-balanced
-partition is computed by recursive bisection: a set meant for k parts is cut in two, for
-ceil(k/2) and floor(k/2) parts, by Kernighan-Lin (networkx's `kernighan_lin_bisection`) started
-from a split of the tasks in topological order at the right share of the weight; the start or
-Kernighan-Lin's refinement of it is kept, whichever scores better (largest part per machine plus
-the cut). Of the m partitions, the one minimising max part size + cut weight / k is kept
-(Algorithm 3, line 5): the CPU work of the busiest machine plus the average work of the network
-machines. The heaviest part goes to the fastest machine.
+weigh their CPU time and whose edges weigh their transfer time. For each k = 1..m, the
+k-balanced partitioning problem (parts of at most nu / k of the weight, nu = 2) is solved
+approximately by recursive minimum bisection with Kernighan-Lin (`bisection.py`, which says what
+the paper leaves open). Of the m partitions, the one minimising max part size + cut weight / k
+is kept (Algorithm 3, line 5): the CPU work of the busiest machine plus the average work of the
+network machines. The heaviest part goes to the fastest machine.
 
 Phase 2, SCHEDULING WHEN PLACED, layer by layer (Theorem 3's generalisation of Hu's algorithm):
 an event-driven list schedule of the placed tasks in which a machine never starts a task of a
@@ -27,147 +25,55 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-import networkx as nx
-
+from firmament_py.workflows.bisection import NU, BalancedBisector
 from firmament_py.workflows.bounds import downward_branches
 from firmament_py.workflows.model import Platform, Workflow, check_instance
 from firmament_py.workflows.schedule import Schedule, TaskRun, Transfer
 from firmament_py.workflows.timeline import EPSILON
 
 __all__ = [
+    "CHOOSE_K",
     "Partition",
     "balanced_partition",
     "partition_placement",
     "partition_schedule",
+    "partition_schedules",
     "schedule_placed",
 ]
 
 
 @dataclass(frozen=True)
 class Partition:
-    """A partition of the tasks (indices) into `parts`, with its score's two terms."""
+    """The solution of the k-balanced partitioning problem for one k: the tasks (indices) in
+    `parts` (at most k of them: a heavy task can leave a part empty), with its score's terms."""
 
     parts: tuple[frozenset[int], ...]
     max_part: float
     """The largest part's CPU time on the machine it gets."""
     cut: float
     """The total transfer time of the arcs between parts."""
-
-    @property
-    def k(self) -> int:
-        return len(self.parts)
+    k: int
+    """The problem's k (Algorithm 3, line 3); `parts` may hold fewer."""
+    bound: float = math.inf
+    """What a part may weigh: nu / k of the whole (or the heaviest task, if heavier)."""
 
     @property
     def score(self) -> float:
-        """Algorithm 3's criterion: max part size + cut weight / k."""
+        """Algorithm 3's criterion (line 5): max part size + cut weight / k."""
         return self.max_part + self.cut / self.k
 
 
-def _weighted_graph(workflow: Workflow, platform: Platform) -> Any:
+def _adjacency(workflow: Workflow, platform: Platform) -> list[dict[int, float]]:
+    """The undirected graph of the workflow: edge u - v weighs the transfer time of the data
+    between u and v at the platform's reference rate (0 without network limits)."""
     rate = platform.reference_rate
-    graph = nx.Graph()
-    graph.add_nodes_from(range(workflow.n))
+    adjacency: list[dict[int, float]] = [{} for _ in range(workflow.n)]
     for u, v, data in workflow.edges:
         weight = data / rate if math.isfinite(rate) else 0.0
-        graph.add_edge(u, v, weight=weight)
-    return graph
-
-
-class _Bisector:
-    """Recursive bisection with Kernighan-Lin, memoised on (tasks, split ratio)."""
-
-    def __init__(self, workflow: Workflow, graph: Any) -> None:
-        self.graph = graph
-        self.weight = workflow.sizes
-        self.position = {v: i for i, v in enumerate(workflow.topological)}
-        self.memo: dict[tuple[frozenset[int], int, int], tuple[frozenset[int], frozenset[int]]] = {}
-
-    def cut(self, a: frozenset[int], b: frozenset[int]) -> float:
-        small, large = (a, b) if len(a) <= len(b) else (b, a)
-        return sum(
-            float(w)
-            for u in small
-            for v, w in ((v, d["weight"]) for v, d in self.graph[u].items())
-            if v in large
-        )
-
-    def parts(self, tasks: frozenset[int], k: int) -> list[frozenset[int]]:
-        if k <= 1 or len(tasks) <= 1:
-            return [tasks]
-        ka = (k + 1) // 2
-        kb = k - ka
-        a, b = self.bisect(tasks, ka, kb)
-        return self.parts(a, ka) + self.parts(b, kb)
-
-    def topological_order(self, tasks: frozenset[int]) -> list[int]:
-        return sorted(tasks, key=self.position.__getitem__)
-
-    def depth_first_order(self, tasks: frozenset[int]) -> list[int]:
-        """Tasks in depth-first order of the undirected graph (neighbours in topological
-        order), so that a prefix holds whole neighbourhoods, such as a map task and its
-        reducer."""
-        order: list[int] = []
-        seen: set[int] = set()
-        for root in self.topological_order(tasks):
-            if root in seen:
-                continue
-            stack = [root]
-            while stack:
-                u = stack.pop()
-                if u in seen:
-                    continue
-                seen.add(u)
-                order.append(u)
-                neighbours = [v for v in self.graph[u] if v in tasks and v not in seen]
-                stack.extend(sorted(neighbours, key=self.position.__getitem__, reverse=True))
-        return order
-
-    def split(self, ordered: list[int], share: float) -> tuple[frozenset[int], frozenset[int]]:
-        """The shortest prefix of `ordered` holding `share` of the weight, and the rest (both
-        non-empty)."""
-        total = sum(self.weight[v] for v in ordered)
-        running = 0.0
-        cut_at = len(ordered) - 1
-        for index, v in enumerate(ordered):
-            running += self.weight[v]
-            if running >= total * share - EPSILON:
-                cut_at = index + 1
-                break
-        cut_at = min(max(cut_at, 1), len(ordered) - 1)
-        return frozenset(ordered[:cut_at]), frozenset(ordered[cut_at:])
-
-    def bisect(
-        self, tasks: frozenset[int], ka: int, kb: int
-    ) -> tuple[frozenset[int], frozenset[int]]:
-        g = math.gcd(ka, kb)
-        key = (tasks, ka // g, kb // g)
-        if key in self.memo:
-            return self.memo[key]
-        candidates = []
-        for ordered in (self.topological_order(tasks), self.depth_first_order(tasks)):
-            start = self.split(ordered, ka / (ka + kb))
-            candidates.append(start)
-            if self.graph.subgraph(tasks).number_of_edges() > 0:
-                refined = nx.algorithms.community.kernighan_lin_bisection(
-                    self.graph.subgraph(tasks),
-                    partition=(set(start[0]), set(start[1])),
-                    weight="weight",
-                )
-                # networkx does not keep the sides in the order given (3.6 swaps them), and
-                # which side gets `ka` parts matters whenever ka != kb: both are candidates.
-                one, other = frozenset(refined[0]), frozenset(refined[1])
-                candidates += [(one, other), (other, one)]
-
-        def score(pair: tuple[frozenset[int], frozenset[int]]) -> float:
-            a, b = pair
-            heavier = max(sum(self.weight[v] for v in a) / ka, sum(self.weight[v] for v in b) / kb)
-            return heavier + self.cut(a, b) / (ka + kb)
-
-        best = min(candidates, key=score)
-        self.memo[key] = best
-        return best
+        adjacency[u][v] = adjacency[u].get(v, 0.0) + weight
+        adjacency[v][u] = adjacency[v].get(u, 0.0) + weight
+    return adjacency
 
 
 def _assign(parts: Sequence[frozenset[int]], workflow: Workflow, platform: Platform) -> list[int]:
@@ -183,14 +89,18 @@ def _assign(parts: Sequence[frozenset[int]], workflow: Workflow, platform: Platf
     return machine_of_part
 
 
-def balanced_partition(workflow: Workflow, platform: Platform) -> tuple[Partition, list[Partition]]:
-    """Phase 1: the k-balanced partitions for k = 1..m (non-empty parts only) and the best."""
-    graph = _weighted_graph(workflow, platform)
-    bisector = _Bisector(workflow, graph)
+def balanced_partition(
+    workflow: Workflow, platform: Platform, *, nu: float = NU
+) -> tuple[Partition, list[Partition]]:
+    """Phase 1 (Algorithm 3): the k-balanced partitions for k = 1..m (non-empty parts only) and
+    the best by line 5, max part size + cut weight / k."""
+    bisector = BalancedBisector(
+        workflow.sizes, _adjacency(workflow, platform), workflow.topological, nu
+    )
     everything = frozenset(range(workflow.n))
     partitions: list[Partition] = []
     for k in range(1, platform.m + 1):
-        parts = tuple(part for part in bisector.parts(everything, k) if part)
+        parts = tuple(bisector.partition(everything, k))
         machines = _assign(parts, workflow, platform)
         max_part = max(
             (
@@ -200,9 +110,9 @@ def balanced_partition(workflow: Workflow, platform: Platform) -> tuple[Partitio
             default=0.0,
         )
         cut = sum(bisector.cut(a, b) for i, a in enumerate(parts) for b in parts[i + 1 :])
-        partitions.append(Partition(parts, max_part, cut))
-        if len(parts) < k:
-            break  # fewer tasks than parts: larger k change nothing
+        partitions.append(Partition(parts, max_part, cut, k, bisector.bound(everything, k)))
+        if k >= workflow.n:
+            break  # a part per task: larger k cut nothing more, and score no better
     best = min(partitions, key=lambda p: (p.score - EPSILON * p.k, p.k))
     return best, partitions
 
@@ -215,23 +125,74 @@ def partition_placement(workflow: Workflow, platform: Platform) -> dict[str, int
     return {workflow.tasks[v]: machines[i] for i, part in enumerate(best.parts) for v in part}
 
 
-def partition_schedule(workflow: Workflow, platform: Platform) -> Schedule:
-    """PARTITION: the best k-balanced partition, then the layer-by-layer schedule."""
+CHOOSE_K = ("score", "makespan")
+"""How PARTITION picks k: "score" is Algorithm 3's line 5 (max part size + cut weight / k), the
+default; "makespan" is this project's variation, not the paper's: phase 2 is run on each of the
+m partitions and the shortest schedule kept (the score ignores that the layers' work and their
+transfers add up along the workflow, Theorem 3's sum)."""
+
+
+def partition_schedule(
+    workflow: Workflow, platform: Platform, *, choose_k: str = "score"
+) -> Schedule:
+    """PARTITION: the best k-balanced partition, then the layer-by-layer schedule; `choose_k`
+    says how the best k is picked (`CHOOSE_K`)."""
+    if choose_k not in CHOOSE_K:
+        raise ValueError(f"choose_k must be one of {', '.join(CHOOSE_K)}, not {choose_k!r}")
+    return partition_schedules(workflow, platform, (choose_k,))[choose_k]
+
+
+def partition_schedules(
+    workflow: Workflow, platform: Platform, choices: Sequence[str] = CHOOSE_K
+) -> dict[str, Schedule]:
+    """PARTITION's schedule for each way of choosing k in `choices` (`CHOOSE_K`), from one
+    phase 1 (the experiment measures both without partitioning twice)."""
     check_instance(workflow, platform)
-    best, partitions = balanced_partition(workflow, platform)
-    machines = _assign(best.parts, workflow, platform)
+    best_by_score, partitions = balanced_partition(workflow, platform)
+    out: dict[str, Schedule] = {}
+    for choose_k in choices:
+        if choose_k == "score":
+            best = best_by_score
+            schedule = schedule_placed(
+                workflow, platform, _placement(best, workflow, platform), algorithm="partition"
+            )
+        elif choose_k == "makespan":
+            candidates = [
+                (
+                    schedule_placed(
+                        workflow,
+                        platform,
+                        _placement(p, workflow, platform),
+                        algorithm="partition-makespan",
+                    ),
+                    p,
+                )
+                for p in partitions
+            ]
+            schedule, best = min(
+                candidates, key=lambda pair: (pair[0].makespan, pair[1].score, pair[1].k)
+            )
+        else:
+            raise ValueError(f"choose_k must be one of {', '.join(CHOOSE_K)}, not {choose_k!r}")
+        schedule.notes = {
+            "k": best.k,
+            "parts": len(best.parts),
+            "max_part": best.max_part,
+            "cut": best.cut,
+            "scores": {p.k: round(p.score, 6) for p in partitions},
+        }
+        out[choose_k] = schedule
+    return out
+
+
+def _placement(partition: Partition, workflow: Workflow, platform: Platform) -> list[int]:
+    """Task index -> machine for a partition (`_assign`'s machine for each part)."""
+    machines = _assign(partition.parts, workflow, platform)
     placement = [0] * workflow.n
-    for i, part in enumerate(best.parts):
+    for i, part in enumerate(partition.parts):
         for v in part:
             placement[v] = machines[i]
-    schedule = schedule_placed(workflow, platform, placement, algorithm="partition")
-    schedule.notes = {
-        "k": best.k,
-        "max_part": best.max_part,
-        "cut": best.cut,
-        "scores": {p.k: round(p.score, 6) for p in partitions},
-    }
-    return schedule
+    return placement
 
 
 def schedule_placed(

@@ -1,0 +1,362 @@
+"""The tech report's claims about NoMora's simulation (abstract, Table 2, sections 6.1-6.3),
+judged from the measurements of `firmament_py.nomora.experiment` for one setting group (the
+paper's setting, or this project's), with the verdict functions of `firmament_py.sim.verdicts`.
+
+Performance claims are differences in points of the mean over jobs (the paper's "area"),
+measured once per seed and judged with `gain_interval` (Student-t 95% intervals over seeds), on
+both job metrics (`mean_performance`: the mean over a job's tasks; `slowest_performance`: its
+slowest task), `every` metric a part. Runtime and latency claims are ratios of medians over
+seeds, judged with `factor`; they come from wall time on a shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from firmament_py.nomora.simulation import POLICIES, SWEPT_UNITS
+from firmament_py.sim.experiment import Claim, Measurement, medians_of
+from firmament_py.sim.verdicts import Outcome, Verdict, every, factor, gain_interval, mean_interval
+from firmament_py.sim.wording import format_duration
+
+__all__ = ["GroupView", "group_claims"]
+
+JOB_METRICS: tuple[tuple[str, str], ...] = (
+    ("mean_performance", "mean over tasks"),
+    ("slowest_performance", "slowest task"),
+)
+"""The two ways a job's performance is measured, each judged as a part of every claim."""
+
+PAPER_AREA = {
+    "random-arc": 47.2,
+    "load-spreading": 46.8,
+    "nomora": 60.2,
+    "nomora-110-115": 51.85,
+    "nomora-preempt": 59.0,
+    "nomora-preempt-beta0": 89.6,
+}
+"""Section 6.1: the area (%) of each policy (random: the paper's, fixed costs)."""
+RUNTIME_ABSTRACT = 1.16
+"""The abstract (and Table 2): median algorithm runtime 108 ms for the baselines, 93 ms for
+NoMora."""
+RUNTIME_RESULTS = 1.61
+"""Section 6.2: "an improvement of 1.61x for the median runtime" (not 108/93)."""
+PLACEMENT = {"random-arc": 1.56, "load-spreading": 1.79}
+"""Section 6.3: NoMora's median placement latency better by 1.56x (random), 1.79x
+(load-spreading)."""
+MIGRATION_FACTOR = 7.1 / 0.022
+"""Figure 8: tasks migrated per round, 7.1% with beta = 0 against 0.022% with beta = time run."""
+MIGRATION_FLOOR_PCT = 0.001
+"""A mean migrated share of 0 counts as this (22x under the paper's 0.022%), so that a run that
+migrates nothing with beta = time run still gives a ratio."""
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """One setting group's measurements: series are `f"{group}:{policy}"`."""
+
+    group: str
+    label: str
+    measurements: Sequence[Measurement]
+    reasons: Mapping[str, str]
+    """The group's reason why a claim's numbers differ from the paper's, by claim key."""
+
+    def why(self, key: str) -> str:
+        return self.reasons.get(key, "")
+
+    def series(self, policy: str) -> str:
+        return f"{self.group}:{policy}"
+
+    def has(self, policy: str) -> bool:
+        return any(m.series == self.series(policy) for m in self.measurements)
+
+    def per_seed(self, metric: str, policy: str) -> dict[int, float]:
+        name = self.series(policy)
+        return {
+            m.seed: m.value
+            for m in self.measurements
+            if m.series == name and m.metric == metric and m.x == 0.0
+        }
+
+    def median(self, metric: str, policy: str) -> float | None:
+        return medians_of(self.measurements, metric).get((self.series(policy), 0.0))
+
+    def differences(self, metric: str, policy: str, other: str) -> list[float]:
+        """`policy` minus `other`, seed by seed (seeds measured for both)."""
+        mine, theirs = self.per_seed(metric, policy), self.per_seed(metric, other)
+        return [mine[s] - theirs[s] for s in sorted(mine) if s in theirs]
+
+    def pct(self, metric: str, policy: str) -> str:
+        value = self.median(metric, policy)
+        return "-" if value is None else f"{value:.1f}%"
+
+    def both(self, policy: str) -> str:
+        """The policy's two job metrics, as "mean / slowest"."""
+        return " / ".join(self.pct(metric, policy) for metric, _ in JOB_METRICS)
+
+
+def _gain_parts(
+    view: GroupView, policy: str, others: Sequence[tuple[str, float]], what: str
+) -> list[tuple[str, Verdict]]:
+    """For each job metric and each (baseline, paper's gain): the per-seed gain of `policy`
+    over the baseline, judged with its interval."""
+    parts: list[tuple[str, Verdict]] = []
+    for metric, metric_label in JOB_METRICS:
+        for other, paper in others:
+            interval = mean_interval(view.differences(metric, policy, other))
+            parts.append(
+                (
+                    f"{metric_label}, over {POLICIES[other].label}",
+                    gain_interval(interval, paper, what, "points"),
+                )
+            )
+    return parts
+
+
+def _ratio(view: GroupView, metric: str, policy: str, other: str) -> float | None:
+    mine, theirs = view.median(metric, policy), view.median(metric, other)
+    if mine is None or theirs is None or mine <= 0:
+        return None
+    return theirs / mine
+
+
+def _duration(view: GroupView, metric: str, policy: str) -> str:
+    return format_duration(view.median(metric, policy))
+
+
+def _checked(view: GroupView, claim: Claim, required: Sequence[str]) -> Claim:
+    """`claim`, or, where the group did not run one of the `required` policies, the same claim
+    not measured (a claim is never judged on part of its series)."""
+    missing = [p for p in required if not view.has(p)]
+    if not missing or claim.verdict is None:
+        return claim
+    verdict = Verdict(
+        Outcome.NOT_MEASURED, claim.verdict.criterion, f"not run: {', '.join(missing)}"
+    )
+    return dataclasses.replace(claim, verdict=verdict)
+
+
+def group_claims(view: GroupView) -> list[Claim]:
+    """The claims, judged on one group's measurements; a claim whose series the group did not
+    run is not measured."""
+    prefix = f"[{view.label}] "
+    return [
+        _gain_claim(view, prefix),
+        _threshold_claim(view, prefix),
+        *_preemption_claims(view, prefix),
+        *_runtime_claims(view, prefix),
+    ]
+
+
+def _gain_claim(view: GroupView, prefix: str) -> Claim:
+    baselines = [
+        (b, PAPER_AREA["nomora"] - PAPER_AREA[b]) for b in ("random-arc", "load-spreading")
+    ]
+    extra = [
+        f"{POLICIES[p].label} {view.both(p)}"
+        for p in ("nomora-our-arcs", "random", "random-task")
+        if view.has(p)
+    ]
+    claim = Claim(
+        prefix + "NoMora (105/110) improves the average application performance over "
+        "the random and load-spreading policies",
+        "60.2% vs random 47.2% and load-spreading 46.8% (+13.0 and +13.4 points)",
+        f"mean over tasks / slowest task: NoMora {view.both('nomora')} vs random "
+        f"(fixed arc costs) {view.both('random-arc')}, load-spreading "
+        f"{view.both('load-spreading')}" + "".join(f"; {e}" for e in extra),
+        view.why("gain"),
+        every(
+            _gain_parts(view, "nomora", baselines, "NoMora's gain per seed"),
+            "NoMora's per-seed gain over each baseline, on each job metric, at least "
+            "the paper's with its 95% interval above 0 (gain_interval)",
+        ),
+    )
+    return _checked(view, claim, ("nomora", "random-arc", "load-spreading"))
+
+
+def _threshold_claim(view: GroupView, prefix: str) -> Claim:
+    paper = PAPER_AREA["nomora"] - PAPER_AREA["nomora-110-115"]
+    claim = Claim(
+        prefix + "Wider thresholds (110/115) place worse",
+        "51.85% (vs 60.2% for 105/110)",
+        f"{view.both('nomora-110-115')} (vs {view.both('nomora')})",
+        view.why("thresholds"),
+        every(
+            [
+                (
+                    label,
+                    gain_interval(
+                        mean_interval(view.differences(metric, "nomora", "nomora-110-115")),
+                        paper,
+                        label,
+                        "points",
+                    ),
+                )
+                for metric, label in JOB_METRICS
+            ],
+            f"105/110 at least {paper:.3g} points above 110/115 per seed, on each job "
+            "metric (gain_interval)",
+        ),
+    )
+    return _checked(view, claim, ("nomora", "nomora-110-115"))
+
+
+def _units(view: GroupView) -> list[tuple[int, str, str]]:
+    """The omega/beta units the group ran: (unit, beta = time run's series, beta = 0's)."""
+    units = [(1, "nomora-preempt", "nomora-preempt-beta0")]
+    units += [(u, f"nomora-preempt-unit{u}", f"nomora-preempt-beta0-unit{u}") for u in SWEPT_UNITS]
+    ran = [(u, a, b) for u, a, b in units if view.has(a) or view.has(b)]
+    return ran or units[:1]
+
+
+def _preemption_claims(view: GroupView, prefix: str) -> list[Claim]:
+    units = _units(view)
+    required = ("random-arc", *(p for _, a, b in units for p in (a, b)))
+    over_random = PAPER_AREA["nomora-preempt-beta0"] - PAPER_AREA["random-arc"]
+    over_run_time = PAPER_AREA["nomora-preempt-beta0"] - PAPER_AREA["nomora-preempt"]
+    ours = "; ".join(
+        f"{u} unit/s: beta 0 {view.both(b)}, beta = time run {view.both(a)}, migrated "
+        f"{_migrated(view, b)} / {_migrated(view, a)}"
+        for u, a, b in units
+    )
+    if view.has("nomora-preempt-beta0-tie") and view.has("nomora-preempt-tie"):
+        ours += (
+            f"; staying wins ties (1 unit/s): beta 0 {view.both('nomora-preempt-beta0-tie')}, "
+            f"beta = time run {view.both('nomora-preempt-tie')}, migrated "
+            f"{_migrated(view, 'nomora-preempt-beta0-tie')} / "
+            f"{_migrated(view, 'nomora-preempt-tie')}"
+        )
+    claims = [
+        Claim(
+            prefix + "Preemption with beta = 0 improves performance by 42 points over random",
+            "89.6% vs random 47.2% (+42.4 points); beta = time run 59%",
+            f"random (fixed arc costs) {view.both('random-arc')}; {ours}",
+            view.why("preemption"),
+            every(
+                [
+                    (f"{u} unit/s, {label}", part)
+                    for u, _, beta0 in units
+                    for label, part in _gain_parts(
+                        view, beta0, [("random-arc", over_random)], "beta 0 over random"
+                    )
+                ],
+                f"at each omega/beta unit, NoMora with preemption and beta = 0 at least "
+                f"{over_random:.3g} points above random per seed, on each job metric "
+                "(gain_interval)",
+            ),
+        ),
+        Claim(
+            prefix + "beta = 0 places better than beta = time run",
+            "89.6% vs 59% (+30.6 points)",
+            ours,
+            view.why("beta"),
+            every(
+                [
+                    (f"{u} unit/s, {label}", part)
+                    for u, time_run, beta0 in units
+                    for label, part in _gain_parts(
+                        view, beta0, [(time_run, over_run_time)], "beta 0 over beta = time run"
+                    )
+                ],
+                f"at each unit, beta = 0 at least {over_run_time:.3g} points above beta = time "
+                "run per seed, on each job metric (gain_interval)",
+            ),
+        ),
+    ]
+    _, time_run, beta0 = units[0]
+    claims.append(
+        Claim(
+            prefix + "Migrations per round with preemption (1 unit/s)",
+            "0.022% of tasks on average (beta = time run), 7.1% (beta 0)",
+            f"{_pct3(view.median('migrated_mean_pct', time_run))} (beta = time run), "
+            f"{_pct3(view.median('migrated_mean_pct', beta0))} (beta 0)",
+            view.why("migrations"),
+            factor(
+                _migration_ratio(
+                    view.median("migrated_mean_pct", beta0),
+                    view.median("migrated_mean_pct", time_run),
+                ),
+                MIGRATION_FACTOR,
+                f"the mean share migrated per round with beta = 0 at least {MIGRATION_FACTOR:.3g}x "
+                f"that with beta = time run, a share under {MIGRATION_FLOOR_PCT:g}% counted as "
+                f"{MIGRATION_FLOOR_PCT:g}%",
+            ),
+        )
+    )
+    return [_checked(view, claim, required) for claim in claims]
+
+
+def _runtime_claims(view: GroupView, prefix: str) -> list[Claim]:
+    runtime = [
+        _ratio(view, "algorithm_p50_s", "nomora", b) for b in ("random-arc", "load-spreading")
+    ]
+    faster = None if None in runtime else min(r for r in runtime if r is not None)
+    ours_runtime = (
+        f"median {_duration(view, 'algorithm_p50_s', 'nomora')} vs random "
+        f"{_duration(view, 'algorithm_p50_s', 'random-arc')}, load-spreading "
+        f"{_duration(view, 'algorithm_p50_s', 'load-spreading')} (wall time on a shared 2-core "
+        "machine)"
+    )
+    criterion = (
+        "the faster baseline's median algorithm runtime over NoMora's, at least {}x (factor)"
+    )
+    claims = [
+        Claim(
+            prefix + "Median algorithm runtime (abstract): 1.16x better",
+            "93 ms vs 108-109 ms",
+            ours_runtime,
+            view.why("runtime"),
+            factor(faster, RUNTIME_ABSTRACT, criterion.format(RUNTIME_ABSTRACT)),
+        ),
+        Claim(
+            prefix + "Median algorithm runtime (section 6.2): 1.61x better",
+            '"an improvement of 1.61x for the median runtime"',
+            ours_runtime,
+            view.why("runtime"),
+            factor(faster, RUNTIME_RESULTS, criterion.format(RUNTIME_RESULTS)),
+        ),
+        Claim(
+            prefix + "Median task placement latency: 1.56x (random) to 1.79x (load-spreading) "
+            "better",
+            "278 ms vs 436 ms (random), 498 ms (load-spreading)",
+            f"median {_duration(view, 'placement_p50_s', 'nomora')} vs random "
+            f"{_duration(view, 'placement_p50_s', 'random-arc')}, load-spreading "
+            f"{_duration(view, 'placement_p50_s', 'load-spreading')}",
+            view.why("placement"),
+            every(
+                [
+                    (
+                        f"over {POLICIES[b].label}",
+                        factor(
+                            _ratio(view, "placement_p50_s", "nomora", b),
+                            paper,
+                            f"{b}'s median over NoMora's at least {paper:g}x",
+                        ),
+                    )
+                    for b, paper in PLACEMENT.items()
+                ],
+                "each baseline's median placement latency over NoMora's at least the paper's "
+                "factor (factor)",
+            ),
+        ),
+    ]
+    required = ("nomora", "random-arc", "load-spreading")
+    return [_checked(view, claim, required) for claim in claims]
+
+
+def _migration_ratio(beta0: float | None, time_run: float | None) -> float | None:
+    """Beta 0's mean migrated share over beta = time run's, both floored at
+    `MIGRATION_FLOOR_PCT`."""
+    if beta0 is None or time_run is None or math.isnan(beta0) or math.isnan(time_run):
+        return None
+    return max(beta0, MIGRATION_FLOOR_PCT) / max(time_run, MIGRATION_FLOOR_PCT)
+
+
+def _migrated(view: GroupView, policy: str) -> str:
+    return _pct3(view.median("migrated_mean_pct", policy))
+
+
+def _pct3(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}%"
