@@ -31,6 +31,7 @@ from firmament_py.sim.simulator import (
 )
 from firmament_py.sim.verdicts import (
     Outcome,
+    every,
     factor,
     gain_interval,
     mean_interval,
@@ -74,13 +75,27 @@ def test_mean_interval_matches_scipy_and_gain_interval_decides_by_it() -> None:
     assert gain_interval(interval, 3.0, "c", "points").outcome is Outcome.REPRODUCED
     # The same mean short of the paper's 5: partly.
     assert gain_interval(interval, 5.0, "c", "points").outcome is Outcome.PARTLY
-    # A positive mean whose interval reaches below 0: partly, not reproduced.
+    # A positive mean whose interval reaches below 0: the seeds cannot tell the direction.
     noisy = mean_interval([-4.0, 6.0, 1.0])
     assert noisy is not None and noisy.low < 0 < noisy.mean
-    assert gain_interval(noisy, 0.5, "c", "points").outcome is Outcome.PARTLY
-    worse = mean_interval([-1.0, -2.0])
+    assert gain_interval(noisy, 0.5, "c", "points").outcome is Outcome.INCONCLUSIVE
+    # Above 0 throughout but short of the paper's gain: partly.
+    short = mean_interval([1.0, 1.2, 0.8])
+    assert gain_interval(short, 3.0, "c", "points").outcome is Outcome.PARTLY
+    # An interval reaching both sides of 0, whatever the mean's sign: the seeds cannot tell.
+    unsure = mean_interval([4.0, -6.0, -1.0])
+    assert unsure is not None and unsure.mean < 0 < unsure.high
+    assert gain_interval(unsure, 0.5, "c", "points").outcome is Outcome.INCONCLUSIVE
+    worse = mean_interval([-1.0, -2.0, -1.5, -1.2])
     assert gain_interval(worse, 1.0, "c", "points").outcome is Outcome.NOT_REPRODUCED
     assert gain_interval(None, 1.0, "c", "points").outcome is Outcome.NOT_MEASURED
+    # every: inconclusive parts keep a claim from being reproduced, not from being refuted.
+    yes, no = gain_interval(interval, 3.0, "c", "u"), gain_interval(worse, 1.0, "c", "u")
+    maybe = gain_interval(unsure, 0.5, "c", "u")
+    assert every([("a", yes), ("b", maybe)], "c").outcome is Outcome.PARTLY
+    assert every([("a", no), ("b", maybe)], "c").outcome is Outcome.NOT_REPRODUCED
+    assert every([("a", maybe), ("b", maybe)], "c").outcome is Outcome.INCONCLUSIVE
+    assert every([("a", yes), ("b", yes)], "c").outcome is Outcome.REPRODUCED
 
 
 def _fig7(times: dict[str, tuple[float, float]]) -> list[Outcome]:

@@ -17,7 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from firmament_py.nomora.simulation import POLICIES, SWEPT_UNITS
-from firmament_py.sim.experiment import Claim, Measurement, medians_of
+from firmament_py.sim.experiment import (
+    Claim,
+    Measurement,
+    medians_of,
+    paired_by_seed,
+    values_by_seed,
+)
 from firmament_py.sim.verdicts import Outcome, Verdict, every, factor, gain_interval, mean_interval
 from firmament_py.sim.wording import format_duration
 
@@ -73,20 +79,14 @@ class GroupView:
         return any(m.series == self.series(policy) for m in self.measurements)
 
     def per_seed(self, metric: str, policy: str) -> dict[int, float]:
-        name = self.series(policy)
-        return {
-            m.seed: m.value
-            for m in self.measurements
-            if m.series == name and m.metric == metric and m.x == 0.0
-        }
+        return values_by_seed(self.measurements, metric, self.series(policy), 0.0)
 
     def median(self, metric: str, policy: str) -> float | None:
         return medians_of(self.measurements, metric).get((self.series(policy), 0.0))
 
     def differences(self, metric: str, policy: str, other: str) -> list[float]:
         """`policy` minus `other`, seed by seed (seeds measured for both)."""
-        mine, theirs = self.per_seed(metric, policy), self.per_seed(metric, other)
-        return [mine[s] - theirs[s] for s in sorted(mine) if s in theirs]
+        return paired_by_seed(self.per_seed(metric, policy), self.per_seed(metric, other))
 
     def pct(self, metric: str, policy: str) -> str:
         value = self.median(metric, policy)

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import csv
 import math
+import operator
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 from rich.table import Table
 
@@ -60,14 +61,20 @@ __all__ = [
     "means_of",
     "medians_of",
     "new_figure",
+    "paired_by_seed",
     "plot_medians",
     "read_rows",
     "save_figure",
+    "values_by_seed",
 ]
 
 SCALES: tuple[str, ...] = ("test", "quick", "full")
 """Every experiment's scales: "test" runs in seconds, "quick" (the default) in minutes on a
 2-core VM, "full" in up to tens of minutes (docs/experiments.md lists them)."""
+
+Statistic = Literal["median", "mean"]
+"""What an experiment's tables show over seeds: the median, or the mean where the paper's
+figures show means."""
 
 Progress = Callable[[int, int, str], None]
 """Called as `progress(done, total, message)` after each unit of work (a solve, a simulation).
@@ -146,7 +153,7 @@ class ExperimentResult:
     wall_seconds: float = 0.0
     provenance: Provenance | None = None
     """Where and when it was measured; None for a run saved before that was recorded."""
-    statistic: str = "median"
+    statistic: Statistic = "median"
     """What the summary tables show over seeds: "median", or "mean" where the paper's figures
     show means."""
 
@@ -280,6 +287,29 @@ def means_of(measurements: Iterable[Measurement], metric: str) -> dict[tuple[str
     return {key: statistics.fmean(v) for key, v in values.items()}
 
 
+def values_by_seed(
+    measurements: Iterable[Measurement], metric: str, series: str, x: float
+) -> dict[int, float]:
+    """`metric` of `series` at `x`, by seed."""
+    return {
+        m.seed: m.value
+        for m in measurements
+        if m.metric == metric and m.series == series and m.x == x
+    }
+
+
+def paired_by_seed(
+    first: Mapping[int, float],
+    second: Mapping[int, float],
+    combine: Callable[[float, float], float] = operator.sub,
+) -> list[float]:
+    """`combine(first[seed], second[seed])` for every seed measured in both, in order of seed:
+    the paired quantity a claim over seeds is judged on (`verdicts.mean_interval`). Every
+    series of an experiment runs on the same workload per seed, so pairing by seed takes the
+    workload's own variation out of the comparison."""
+    return [combine(first[seed], second[seed]) for seed in sorted(first.keys() & second.keys())]
+
+
 def format_number(x: float) -> str:
     return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.3g}"
 
@@ -330,7 +360,7 @@ class Experiment(Generic[P]):
     measure: Callable[[P, Tracker], list[Measurement]]
     claims: Callable[[P, list[Measurement]], list[Claim]]
     plot: Callable[[P, list[Measurement], Path, str], list[Path]]
-    statistic: str = "median"
+    statistic: Statistic = "median"
     """What the summary tables show over seeds: "median", or "mean" where the paper's figures
     show means."""
 

@@ -40,6 +40,8 @@ class Outcome(enum.Enum):
     REPRODUCED = "reproduced"
     PARTLY = "partly"
     NOT_REPRODUCED = "not reproduced"
+    INCONCLUSIVE = "inconclusive"
+    """Measured over seeds, and the seeds cannot tell the direction (`gain_interval`)."""
     NOT_MEASURED = "not measured"
 
 
@@ -108,16 +110,21 @@ def gain(difference: float | None, paper: float, criterion: str, unit: str) -> V
 
 def every(parts: Sequence[tuple[str, Verdict]], criterion: str) -> Verdict:
     """Parts of one claim judged apart (per sorting policy, per metric), each named: reproduced
-    if every measured part is, not reproduced if every measured part is not, partly between;
-    not measured if no part was."""
+    if every measured part is, not reproduced if every part the measurements decide is not,
+    inconclusive if they decide none, partly between; not measured if no part was measured.
+    An inconclusive part keeps a claim from being reproduced but not from being refuted by the
+    parts that are decided."""
     measured = [(name, v) for name, v in parts if v.outcome is not Outcome.NOT_MEASURED]
     decided_by = "; ".join(f"{name}: {v.outcome.value}, {v.decided_by}" for name, v in parts)
     outcomes = {v.outcome for _, v in measured}
+    decided = outcomes - {Outcome.INCONCLUSIVE}
     if not measured:
         outcome = Outcome.NOT_MEASURED
     elif outcomes == {Outcome.REPRODUCED}:
         outcome = Outcome.REPRODUCED
-    elif outcomes == {Outcome.NOT_REPRODUCED}:
+    elif not decided:
+        outcome = Outcome.INCONCLUSIVE
+    elif decided == {Outcome.NOT_REPRODUCED}:
         outcome = Outcome.NOT_REPRODUCED
     else:
         outcome = Outcome.PARTLY
@@ -181,14 +188,16 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> Interval | No
 def gain_interval(interval: Interval | None, paper: float, criterion: str, unit: str) -> Verdict:
     """A per-seed difference that the paper puts at `paper` (> 0, in `unit`), judged with its
     confidence interval: reproduced if the mean reaches `paper` and the whole interval lies
-    above 0; partly if the mean is above 0 but either falls short (a smaller gain, or one the
-    seeds cannot tell from none); not reproduced at a mean of 0 or below."""
+    above 0; partly if the whole interval lies above 0 but the mean falls short (a smaller
+    gain); not reproduced if the whole interval lies at or below 0 (no gain, or the other way);
+    inconclusive if the interval reaches both sides of 0: the seeds cannot tell the direction,
+    and the sign of the mean alone would decide on noise."""
     if interval is None or not math.isfinite(interval.mean):
         return Verdict(Outcome.NOT_MEASURED, criterion, "no difference measured")
-    if interval.mean >= paper and interval.low > 0:
-        outcome = Outcome.REPRODUCED
-    elif interval.mean > 0:
-        outcome = Outcome.PARTLY
-    else:
+    if interval.low > 0:
+        outcome = Outcome.REPRODUCED if interval.mean >= paper else Outcome.PARTLY
+    elif interval.high <= 0:
         outcome = Outcome.NOT_REPRODUCED
+    else:
+        outcome = Outcome.INCONCLUSIVE
     return Verdict(outcome, criterion, f"measured {interval} {unit} against the paper's {paper:+g}")

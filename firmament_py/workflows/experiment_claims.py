@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from firmament_py.sim.experiment import Claim, Measurement, format_number
+from firmament_py.sim.experiment import Claim, Measurement, format_number, paired_by_seed
 from firmament_py.sim.verdicts import Verdict, every, gain_interval, mean_interval, share
 from firmament_py.sim.wording import plural
 
@@ -72,8 +72,7 @@ def _advantage(
     set, judged by `gain_interval`."""
     winner = min(winners, key=lambda a: _mean(values, a, x))
     rival = min(others, key=lambda a: _mean(values, a, x))
-    mine, theirs = values.get((winner, x), {}), values.get((rival, x), {})
-    differences = [theirs[s] - mine[s] for s in sorted(mine) if s in theirs]
+    differences = paired_by_seed(values.get((rival, x), {}), values.get((winner, x), {}))
     return gain_interval(mean_interval(differences), 0.0, criterion, f"ratio below {LABELS[rival]}")
 
 
@@ -243,8 +242,9 @@ def network_tasks_claims(
         lines.append(f"{TYPE_LABELS[kind]}: {_ranking(values, paper, top)}")
         # List worst: the worst other (highest mean) stays below List.
         worst_other = max(others, key=lambda a: _mean(values, a, top))
-        mine, theirs = values.get(("list", top), {}), values.get((worst_other, top), {})
-        differences = [mine[s] - theirs[s] for s in sorted(mine) if s in theirs]
+        differences = paired_by_seed(
+            values.get(("list", top), {}), values.get((worst_other, top), {})
+        )
         worst_parts.append(
             (
                 TYPE_LABELS[kind],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from firmament_py.sim.experiment import Measurement
+from firmament_py.sim.experiment import Measurement, paired_by_seed, values_by_seed
 from firmament_py.sim.verdicts import Interval, mean_interval
 
 __all__ = [
@@ -38,12 +38,11 @@ def paired(
 ) -> list[float]:
     """`combine(baseline's value, candidate's value)` of `metric` at `x`, one per seed that
     measured both series, in order of seed; seeds where either is missing are left out."""
-    values: dict[str, dict[int, float]] = {baseline: {}, candidate: {}}
-    for m in measurements:
-        if m.metric == metric and m.x == x and m.series in values:
-            values[m.series][m.seed] = m.value
-    seeds = sorted(values[baseline].keys() & values[candidate].keys())
-    return [combine(values[baseline][s], values[candidate][s]) for s in seeds]
+    return paired_by_seed(
+        values_by_seed(measurements, metric, baseline, x),
+        values_by_seed(measurements, metric, candidate, x),
+        combine,
+    )
 
 
 def per_seed_interval(
