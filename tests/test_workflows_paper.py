@@ -279,6 +279,8 @@ def test_figure1_example() -> None:
     found = makespans(workflow, platform)
     assert found["glist"] == 6 and found["list"] == 6
     assert min(found.values()) >= 6
+    # docs/workflows.md: G-LIST-MASTER 9 (it keeps a chain on one machine), PARTITION 8.
+    assert (found["glist-master"], found["partition"]) == (9, 8)
 
 
 # ---------------------------------------------------------------------- properties

@@ -59,7 +59,8 @@ class Bisection:
 
 
 class BalancedBisector:
-    """Recursive balanced bisection of a weighted graph, memoised on (set, split ratio, depth).
+    """Recursive balanced bisection of a weighted graph, memoised on (set, split ratio, slack
+    factor).
 
     `weights[v]` is vertex v's weight, `adjacency[v]` maps its neighbours to edge weights, and
     `order` lists the vertices in topological order (the first starting split)."""

@@ -350,4 +350,4 @@ NETWORK_TASKS = Experiment[NetworkTasksParams](
     plot=_plot,
     statistic="mean",
 )
-"""The experiment (register it in `firmament_py.sim.experiments`)."""
+"""The experiment, registered in `firmament_py.sim.experiments` as `network-tasks`."""
