@@ -185,3 +185,41 @@ def test_the_swept_unit_reaches_the_waiting_and_staying_costs(unit: int) -> None
         task=harness.cluster.task(1), machine=harness.cluster.machine("m1"), cluster=harness.cluster
     )
     assert stay.cost == 100 - 1  # beta = 0 ignores the unit
+
+
+@pytest.mark.parametrize("beta", [BetaMode.RUN_TIME, BetaMode.ZERO])
+def test_a_running_root_under_the_papers_arcs_has_only_its_stay_arc(beta: BetaMode) -> None:
+    """The tech report (5.2): once scheduled, the root has an arc to its machine; no free arc to
+    X, which would let roots (and their jobs' prices) move for nothing with beta = 0. Asked
+    through the batch hooks the scheduler uses."""
+    state = _state()
+    state.place(0, "m0", time=0)
+    state.place(1, "m1", time=0)
+    state.advance_to(3 * SECOND)
+    for paper in (False, True):
+        policy = NomoraPolicy(NomoraSettings(preemption=True, beta=beta, paper_arcs=paper))
+        harness = PolicyHarness(policy, state)
+        batch = harness.tasks([0, 1, 2])
+        arcs = policy.task_to_equiv_classes_batch(batch, harness.cluster)
+        arcs_out = zip(arcs.rows, arcs.targets, arcs.cost, strict=True)
+        root_arcs = [(t, int(c)) for r, t, c in arcs_out if r == 0]
+        assert root_arcs == ([] if paper else [(CLUSTER_AGGREGATOR, 1)])
+        assert sorted(int(r) for r in arcs.rows) == ([1, 2] if paper else [0, 1, 2])
+        stays = policy.task_continuation_batch(harness.tasks([0]), harness.cluster)
+        assert stays is not None
+        credit = 1 if beta is BetaMode.RUN_TIME else 0
+        # The root's stay: -beta in the papers' form (-beta - 1 in ours), beta = 1 unit/s run.
+        assert (int(stays.cost[0]), int(stays.per_second[0])) == (0 if paper else -1, -credit)
+    # A root still waiting keeps its single cost-0 arc to X.
+    policy = NomoraPolicy(NomoraSettings(preemption=True, beta=beta, paper_arcs=True))
+    harness = PolicyHarness(policy, _state())
+    arcs = policy.task_to_equiv_classes_batch(harness.tasks([0]), harness.cluster)
+    assert (list(arcs.targets), [int(c) for c in arcs.cost]) == ([CLUSTER_AGGREGATOR], [0])
+
+
+def test_the_stay_tie_break_needs_the_papers_arcs() -> None:
+    with pytest.raises(ValueError, match="stay_tie_break needs paper_arcs"):
+        NomoraSettings(stay_tie_break=True)
+    for name in ("nomora-preempt-tie", "nomora-preempt-beta0-tie"):
+        settings = POLICIES[name].settings
+        assert settings is not None and settings.paper_arcs and settings.stay_tie_break

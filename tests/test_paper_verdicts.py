@@ -120,9 +120,11 @@ def _every_unit(series: str, value: float) -> dict[tuple[str, str], float]:
             {**_every_unit("nomora-preempt-beta0", 75.0), **_every_unit("nomora-preempt", 44.0)},
             {2: Outcome.PARTLY},
         ),
+        # The beta = 0 claims are decided by the best unit: one bad unit does not count.
+        ({("mean_performance", "nomora-preempt-beta0-unit100"): 45.0}, {}),
         (
-            {("mean_performance", "nomora-preempt-beta0-unit100"): 45.0},
-            {2: Outcome.PARTLY, 3: Outcome.PARTLY},
+            _every_unit("nomora-preempt-beta0", 45.0),
+            {2: Outcome.NOT_REPRODUCED, 3: Outcome.NOT_REPRODUCED},
         ),
         (_every_unit("nomora-preempt", 80.0), {3: Outcome.PARTLY}),
         (_every_unit("nomora-preempt", 95.0), {3: Outcome.NOT_REPRODUCED}),

@@ -43,7 +43,11 @@ d_m - beta - 1: beta is the time the task has run, one cost unit per second (cou
 (`run_credit_per_second`; `beta=BetaMode.ZERO` for the paper's beta = 0 variant), and the 1 makes
 staying strictly cheaper than moving to an equal machine, which costs a multiple of 10 more.
 The root keeps its arc to X; staying costs it -beta - 1. With `NomoraSettings.paper_arcs` the
-root has only its arc to X, at cost 0, and staying costs d_m - beta (-beta for the root).
+root, while it waits, has only its arc to X, at cost 0, and staying costs d_m - beta. The tech
+report (section 5.2) says that once the root is scheduled it has an arc to the machine it runs
+on, and gives it no other; so under `paper_arcs` a running root has no arc to X (which would
+cost 0 there, as much as staying with beta = 0, and let roots move between machines for
+nothing, taking their jobs' prices with them): only its stay arc, at -beta, and preemption.
 
 Where this differs from the papers, and why:
 
@@ -475,6 +479,8 @@ class NomoraPolicy:
         if selectors:
             self._aggregators.setdefault(selector_aggregator(selectors), tuple(selectors))
         if self._is_root(task, cluster):
+            if self.settings.paper_arcs and task.machine_id is not None:
+                return ()  # the papers: once placed, the root's arc is to its machine only
             return (selector_aggregator(selectors),)
         equiv_class = job_class(task.job_id, selectors)
         if selectors:
@@ -619,9 +625,14 @@ class NomoraPolicy:
     def task_to_equiv_classes_batch(
         self, tasks: TaskBatch, cluster: ClusterView
     ) -> TaskArcs[EquivClassId]:
-        classes = [self.task_equiv_classes(task, cluster)[0] for task in tasks]
+        rows: list[int] = []
+        classes: list[EquivClassId] = []
+        for row, task in enumerate(tasks):
+            for equiv_class in self.task_equiv_classes(task, cluster):  # none: a placed root
+                rows.append(row)
+                classes.append(equiv_class)
         costs = [self._root_to_aggregator if self._is_aggregator(c) else 0 for c in classes]
-        return TaskArcs.one_each(classes, cost=costs)
+        return TaskArcs(np.array(rows, dtype=np.int64), classes, cost=costs)
 
     @hookimpl
     def task_to_resources_batch(

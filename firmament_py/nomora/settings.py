@@ -43,7 +43,7 @@ class NomoraSettings:
     cost 0 (default: a random rack at 0, X at 1), and staying costs d - beta (default
     d - beta - 1). `stay_tie_break`: with `paper_arcs`, staying still costs d - beta - 1 (the
     papers' root arc with this port's tie-break, which keeps a task on its machine when another
-    costs the same)."""
+    costs the same); it is refused without `paper_arcs`, where staying wins ties already."""
 
     machine_threshold: int = 105
     rack_threshold: int = 110
@@ -70,6 +70,10 @@ class NomoraSettings:
         for flag in ("preemption", "paper_arcs", "stay_tie_break"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be a bool, got {getattr(self, flag)!r}")
+        if self.stay_tie_break and not self.paper_arcs:
+            raise ValueError(
+                "stay_tie_break needs paper_arcs=True (without it staying already wins ties)"
+            )
         if not isinstance(self.beta, BetaMode):
             raise ValueError(f"beta must be a BetaMode, got {self.beta!r}")
 

@@ -142,7 +142,9 @@ POLICIES: Mapping[str, PolicyVariant] = {
             PolicyVariant(
                 f"nomora-preempt{suffix}-tie",
                 f"NoMora 105/110, preemption{label}, staying wins ties",
-                settings=NomoraSettings(preemption=True, beta=beta, stay_tie_break=True),
+                settings=NomoraSettings(
+                    preemption=True, beta=beta, paper_arcs=True, stay_tie_break=True
+                ),
             )
             for suffix, label, beta in (
                 ("", "", BetaMode.RUN_TIME),
@@ -197,10 +199,17 @@ class NomoraSetup:
         return (
             f"{plural(self.machines, 'machine')} ({plural(racks, 'rack')} of "
             f"{self.machines_per_rack}, {plural(pods, 'pod')} of "
-            f"{plural(self.racks_per_pod, 'rack')}), {self.live_tasks_per_machine:g} live tasks "
-            f"per machine in {self.slots_per_machine} slots, latency medians "
+            f"{plural(self.racks_per_pod, 'rack')}), {self.effective_live_tasks:.2g} live "
+            f"tasks per machine in {self.slots_per_machine} slots "
+            f"({self.slot_utilisation:.0%} busy), latency medians "
             f"{'/'.join(f'{m:g}' for m in self.tier_medians_us)} µs, {self.duration_s:,} s"
         )
+
+    @property
+    def effective_live_tasks(self) -> float:
+        """Live tasks per machine once the workload's load is scaled to fill
+        `slot_utilisation` of the slots (`SyntheticSpec.with_slot_utilisation`)."""
+        return self.slot_utilisation * self.slots_per_machine
 
     @property
     def slots_per_machine(self) -> int:
