@@ -6,7 +6,8 @@ sets (seeds). Where a claim says one algorithm beats the others, the deciding nu
 per-data-set difference between the strongest other algorithm (the lowest mean ratio among
 them) and the claimed winner, with its 95% Student-t confidence interval over the data sets
 (`mean_interval`), judged by `gain_interval`: reproduced if the mean difference is positive and
-its whole interval lies above 0, partly if only the mean is positive, not reproduced otherwise.
+its whole interval lies above 0, not reproduced if the whole interval lies at or below 0,
+inconclusive if it reaches both sides (the data sets cannot tell the direction).
 The paper's figures give no number for these gaps, so any gain counts (the paper's +0 in the
 verdicts). Every algorithm is run on the same data sets, so the differences are paired.
 """

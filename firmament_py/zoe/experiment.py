@@ -248,8 +248,9 @@ def _turnaround_claims(p: TurnaroundParams, measurements: list[Measurement]) -> 
     judged = (
         "at every load measured, on the mean over seeds of the per-seed change (the same "
         "workload under both schedulers), with its 95% confidence interval: reproduced if the "
-        "mean reaches the paper's and the interval lies above 0; in the paper's direction but "
-        "less, or an interval that reaches 0: partly; none or the other way: not reproduced"
+        "mean reaches the paper's and the interval lies above 0; the interval above 0 but the "
+        "mean short of the paper's: partly; the interval at or below 0: not reproduced; an "
+        "interval reaching both sides of 0: inconclusive"
     )
     return [
         Claim(

@@ -144,7 +144,8 @@ def _preemption_claims(p: PreemptionParams, measurements: list[Measurement]) -> 
                 f"without over with, a mean under {_QUEUING_FLOOR_S:g} s counted as "
                 f"{_QUEUING_FLOOR_S:g} s, per seed: reproduced if the mean over seeds reaches "
                 f"{_PAPER_ORDERS:g} orders of magnitude and its 95% confidence interval lies "
-                "above 0; a smaller cut, or an interval that reaches 0: partly",
+                "above 0; a smaller cut, the interval above 0: partly; the interval at or "
+                "below 0: not reproduced; an interval reaching both sides of 0: inconclusive",
                 "orders of magnitude",
             ),
         ),
